@@ -1,0 +1,5 @@
+"""The command line interface."""
+
+from assay.cli.main import cli, main
+
+__all__ = ["cli", "main"]

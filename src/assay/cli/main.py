@@ -1,0 +1,246 @@
+"""The ``assay`` command line.
+
+Exit codes: 0 every case passed, 1 a case failed or a configured metric was not evaluated,
+2 a usage or input error (bad file, unknown metric, missing trace file), 3 an internal error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from assay._version import __version__
+from assay.config import EvalConfig, default_config, load_config
+from assay.errors import AssayError, InputError
+from assay.evalset.io import load_eval_set
+from assay.metrics.base import EvalStatus
+from assay.report.console import print_results
+from assay.results.model import EvalSetResult, RunSummary
+from assay.results.traces import load_traces
+from assay.runner.evaluate import EvalSetJob, evaluate_sync
+
+EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def _console(stderr: bool = False) -> Console:
+    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "140"))
+    return Console(stderr=stderr, width=width, highlight=False)
+
+
+def _report_input_error(error: InputError) -> None:
+    console = _console(stderr=True)
+    console.print(f"[bold red]error:[/] {len(error.problems)} problem(s) in the input")
+    for problem in error.problems:
+        console.print(f"  [red]•[/] {escape(str(problem))}")
+
+
+def _jobs(eval_sets: Sequence[str], config_path: str | None) -> list[EvalSetJob]:
+    explicit: EvalConfig | None = load_config(config_path) if config_path else None
+    jobs: list[EvalSetJob] = []
+    problems = []
+    for path in eval_sets:
+        try:
+            loaded = load_eval_set(path)
+        except InputError as exc:
+            problems.extend(exc.problems)
+            continue
+        if explicit is not None and config_path is not None:
+            jobs.append(EvalSetJob(loaded, explicit, config_path))
+        elif loaded.config_beside is not None:
+            try:
+                jobs.append(
+                    EvalSetJob(loaded, load_config(loaded.config_beside), str(loaded.config_beside))
+                )
+            except InputError as exc:
+                problems.extend(exc.problems)
+        else:
+            jobs.append(EvalSetJob(loaded, default_config(), "defaults"))
+    if problems:
+        raise InputError(problems)
+    return jobs
+
+
+def _write_output(path: Path, results: Sequence[EvalSetResult]) -> None:
+    payload: Any = [r.model_dump(mode="json", exclude_none=True) for r in results]
+    if len(results) == 1:
+        payload = payload[0]
+    text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _total(results: Sequence[EvalSetResult]) -> RunSummary:
+    total = RunSummary()
+    for result in results:
+        if result.assay is not None:
+            total.passed += result.assay.summary.passed
+            total.failed += result.assay.summary.failed
+            total.not_evaluated += result.assay.summary.not_evaluated
+    return total
+
+
+def _unevaluated_in_passed_cases(results: Sequence[EvalSetResult]) -> int:
+    """Metrics that were configured but not evaluated in cases that still passed (ADK's rule)."""
+    return sum(
+        1
+        for result in results
+        for case in result.eval_case_results
+        if case.final_eval_status is EvalStatus.PASSED
+        for row in case.overall_eval_metric_results
+        if row.eval_status is EvalStatus.NOT_EVALUATED
+    )
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="assay")
+def cli() -> None:
+    """Evaluate LLM agents: ADK-compatible eval sets, criteria and results."""
+
+
+@cli.command("eval")
+@click.argument("eval_sets", nargs=-1, required=True, metavar="EVALSET...")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="EvalConfig JSON/YAML (default: test_config.json beside each eval set, else ADK's defaults).",
+)
+@click.option(
+    "--traces",
+    "traces_paths",
+    multiple=True,
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Recorded actual invocations: {eval_id: [Invocation, ...]} or an ADK .evalset_result.json. Repeatable.",
+)
+@click.option(
+    "--output",
+    "output_path",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write results as ADK EvalSetResult JSON (a list for several eval sets).",
+)
+@click.option(
+    "--print-detailed-results",
+    is_flag=True,
+    help="Also print a per-invocation table for every case.",
+)
+@click.option(
+    "--concurrency",
+    default=8,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Cases scored at once.",
+)
+def eval_command(
+    eval_sets: tuple[str, ...],
+    config_path: str | None,
+    traces_paths: tuple[str, ...],
+    output_path: str | None,
+    print_detailed_results: bool,
+    concurrency: int,
+) -> None:
+    """Score EVALSET files against recorded traces and print a results table."""
+    console = _console()
+    jobs = _jobs(eval_sets, config_path)
+    traces = load_traces(traces_paths)
+    for job in jobs:
+        names = ", ".join(job.config.criteria) or "(none)"
+        console.print(
+            f"[dim]{escape(str(job.loaded.path))}: criteria from {escape(job.config_source)}: {escape(names)}[/]"
+        )
+    results = evaluate_sync(jobs, traces, concurrency=concurrency)
+    summary = _total(results)
+    print_results(console, results, summary, detailed=print_detailed_results)
+    if output_path:
+        _write_output(Path(output_path), results)
+        console.print(f"results written to {escape(output_path)}")
+    unevaluated = _unevaluated_in_passed_cases(results)
+    if unevaluated:
+        console.print(
+            f"[yellow]{unevaluated} metric(s) in passing cases were not evaluated "
+            "(see the Note column); the run does not count as passed[/]"
+        )
+    clean = summary.failed == 0 and summary.not_evaluated == 0 and unevaluated == 0
+    sys.exit(EXIT_OK if clean else EXIT_FAILED)
+
+
+@cli.command("validate")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+def validate_command(files: tuple[str, ...]) -> None:
+    """Check eval sets and EvalConfig files, reporting every problem found."""
+    console = _console()
+    problems = []
+    for file in files:
+        path = Path(file)
+        try:
+            if _looks_like_config(path):
+                config = load_config(path)
+                console.print(
+                    f"[green]ok[/] {escape(file)}: config with {len(config.criteria)} criteria ({escape(', '.join(config.criteria))})"
+                )
+            else:
+                loaded = load_eval_set(path)
+                cases = loaded.eval_set.eval_cases
+                invocations = sum(len(c.conversation or []) for c in cases)
+                console.print(
+                    f"[green]ok[/] {escape(file)}: eval set '{escape(loaded.eval_set.eval_set_id)}' "
+                    f"({loaded.format}), {len(cases)} case(s), {invocations} invocation(s)"
+                )
+                for warning in loaded.warnings:
+                    console.print(f"  [yellow]warning:[/] {escape(str(warning))}")
+        except InputError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise InputError(problems)
+
+
+def _looks_like_config(path: Path) -> bool:
+    if path.name in {"test_config.json", "eval_config.json"} or path.name.endswith(".config.json"):
+        return True
+    if path.suffix.lower() not in {".json", ".yaml", ".yml"}:
+        return False
+    try:
+        head = path.read_text(encoding="utf-8")[:4096]
+    except OSError:
+        return False
+    return '"criteria"' in head or head.lstrip().startswith("criteria:")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point: run the CLI, turning assay's errors into messages and exit codes."""
+    try:
+        cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_INPUT)
+    except click.exceptions.Abort:
+        _console(stderr=True).print("aborted")
+        sys.exit(EXIT_FAILED)
+    except InputError as exc:
+        _report_input_error(exc)
+        sys.exit(EXIT_INPUT)
+    except AssayError as exc:
+        _console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}")
+        sys.exit(EXIT_INPUT)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # an assay bug: say so briefly, full traceback on request
+        if os.environ.get("ASSAY_DEBUG"):
+            traceback.print_exc()
+        _console(stderr=True).print(
+            f"[bold red]internal error:[/] {escape(type(exc).__name__)}: {escape(str(exc))} "
+            "(set ASSAY_DEBUG=1 for the traceback, and please report it)"
+        )
+        sys.exit(EXIT_INTERNAL)

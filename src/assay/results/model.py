@@ -1,0 +1,108 @@
+"""Results in ADK's ``EvalSetResult`` JSON shape, plus an ``assay`` section ADK ignores.
+
+google-adk 2.13.0's ``EvalSetResult`` model loads these files as they are: the reasons a metric
+was not evaluated, timings and the run summary go in ``assay`` keys at the case and set level,
+where ADK's models ignore unknown keys (its metric-level models forbid them, so nothing is added
+there).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from assay.evalset._base import AssayModel
+from assay.evalset.invocation import Invocation
+from assay.evalset.rubric import RubricScore
+from assay.metrics.base import EvalStatus
+
+
+class EvalMetricResultDetails(AssayModel):
+    """Per-metric details: rubric verdicts and efficiency breakdowns."""
+
+    rubric_scores: list[RubricScore] | None = None
+    token_usage_details: dict[str, Any] | None = None
+    duration_details: dict[str, Any] | None = None
+
+
+class EvalMetricResult(AssayModel):
+    """One metric's score and status (for a case, or for one invocation)."""
+
+    metric_name: str
+    threshold: float | None = None
+    criterion: dict[str, Any] | None = None
+    custom_function_path: str | None = None
+    score: float | None = None
+    eval_status: EvalStatus
+    details: EvalMetricResultDetails = Field(default_factory=EvalMetricResultDetails)
+
+
+class EvalMetricResultPerInvocation(AssayModel):
+    """Every metric's result on one actual invocation, beside the expected one."""
+
+    actual_invocation: Invocation
+    expected_invocation: Invocation | None = None
+    eval_metric_results: list[EvalMetricResult] = Field(default_factory=list)
+
+
+class CaseNotes(AssayModel):
+    """assay's additions to a case result: why metrics were not evaluated, and timing."""
+
+    reason: str | None = None
+    metric_reasons: dict[str, str] = Field(default_factory=dict)
+    duration_s: float = 0.0
+
+
+class EvalCaseResult(AssayModel):
+    """A case's verdict: final status, each metric overall and per invocation."""
+
+    eval_set_file: str | None = None
+    eval_set_id: str = ""
+    eval_id: str = ""
+    final_eval_status: EvalStatus
+    eval_metric_results: list[Any] | None = None
+    overall_eval_metric_results: list[EvalMetricResult] = Field(default_factory=list)
+    eval_metric_result_per_invocation: list[EvalMetricResultPerInvocation] = Field(
+        default_factory=list
+    )
+    session_id: str = ""
+    session_details: dict[str, Any] | None = None
+    user_id: str | None = None
+    assay: CaseNotes = Field(default_factory=CaseNotes)
+
+
+class RunSummary(AssayModel):
+    """How many cases passed, failed and were not evaluated."""
+
+    passed: int = 0
+    failed: int = 0
+    not_evaluated: int = 0
+
+    @property
+    def total(self) -> int:
+        """All cases."""
+        return self.passed + self.failed + self.not_evaluated
+
+
+class SetNotes(AssayModel):
+    """assay's additions to an eval-set result: provenance, config, summary, timing."""
+
+    version: str
+    eval_set_path: str | None = None
+    config_source: str = "defaults"
+    criteria: dict[str, Any] = Field(default_factory=dict)
+    summary: RunSummary = Field(default_factory=RunSummary)
+    duration_s: float = 0.0
+    warnings: list[str] = Field(default_factory=list)
+
+
+class EvalSetResult(AssayModel):
+    """All case results of one eval set in one run."""
+
+    eval_set_result_id: str
+    eval_set_result_name: str | None = None
+    eval_set_id: str
+    eval_case_results: list[EvalCaseResult] = Field(default_factory=list)
+    creation_timestamp: float = 0.0
+    assay: SetNotes | None = None

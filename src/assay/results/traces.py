@@ -1,0 +1,158 @@
+"""Recorded traces: the actual invocations of each case, from a file.
+
+Two shapes are read:
+
+* a JSON (or YAML) object mapping ``eval_id`` to the list of actual invocations (ADK Invocation
+  JSON), which is what ``--save-traces`` writes;
+* ADK's ``.evalset_result.json`` (also its legacy double-encoded form, and a list of them as
+  ``assay eval --output`` writes): the actual invocations of each case are taken from
+  ``eval_metric_result_per_invocation``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from assay._files import load_data, parse_json, type_name
+from assay.errors import Problem, TracesError, format_path, problems_from_validation
+from assay.evalset.invocation import Invocation
+
+_INVOCATIONS = TypeAdapter(list[Invocation])
+
+
+@dataclass
+class Traces:
+    """Actual invocations per case, keyed by eval set id (None when the file does not say)."""
+
+    by_case: dict[tuple[str | None, str], list[Invocation]] = field(default_factory=dict)
+    sources: list[str] = field(default_factory=list)
+
+    def get(self, eval_set_id: str, eval_id: str) -> list[Invocation] | None:
+        """The invocations recorded for a case, preferring an entry for the same eval set."""
+        found = self.by_case.get((eval_set_id, eval_id))
+        return found if found is not None else self.by_case.get((None, eval_id))
+
+    def merge(self, other: Traces) -> None:
+        """Add another file's traces; later files win on the same case."""
+        self.by_case.update(other.by_case)
+        self.sources.extend(other.sources)
+
+
+def load_traces(paths: Iterable[str | Path]) -> Traces:
+    """Read one or more traces files, reporting every problem with file and JSON path."""
+    traces = Traces()
+    problems: list[Problem] = []
+    for raw in paths:
+        try:
+            traces.merge(_load_one(Path(raw)))
+        except TracesError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise TracesError(problems)
+    return traces
+
+
+def _load_one(path: Path) -> Traces:
+    file = str(path)
+    data = load_data(path, TracesError)
+    if isinstance(data, str):  # ADK's legacy writer double-encodes JSON
+        data = parse_json(data, file, TracesError)
+    if isinstance(data, dict) and ("eval_case_results" in data or "evalCaseResults" in data):
+        return _from_set_results([data], file, prefix=())
+    if isinstance(data, list) and data and all(isinstance(d, dict) for d in data):
+        return _from_set_results(data, file, prefix=None)
+    if isinstance(data, dict):
+        return _from_mapping(data, file)
+    raise TracesError(
+        [
+            Problem(
+                file,
+                "",
+                "expected an object mapping eval_id to a list of invocations, or an ADK "
+                f".evalset_result.json; got {type_name(data)}",
+            )
+        ]
+    )
+
+
+def _invocations(data: Any, file: str, path: list[str | int]) -> list[Invocation]:
+    try:
+        return _INVOCATIONS.validate_python(data)
+    except ValidationError as exc:
+        raise TracesError(problems_from_validation(exc, file, data, path)) from None
+
+
+def _from_mapping(data: dict[str, Any], file: str) -> Traces:
+    traces = Traces(sources=[file])
+    problems: list[Problem] = []
+    for eval_id, invocations in data.items():
+        if not isinstance(invocations, list):
+            problems.append(
+                Problem(
+                    file,
+                    format_path([eval_id]),
+                    f"expected a list of invocations; got {type_name(invocations)}",
+                )
+            )
+            continue
+        try:
+            traces.by_case[(None, eval_id)] = _invocations(invocations, file, [eval_id])
+        except TracesError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise TracesError(problems)
+    return traces
+
+
+def _from_set_results(results: list[dict[str, Any]], file: str, prefix: tuple[()] | None) -> Traces:
+    traces = Traces(sources=[file])
+    problems: list[Problem] = []
+    for s, result in enumerate(results):
+        base: list[str | int] = [] if prefix is not None else [s]
+        set_id = result.get("eval_set_id", result.get("evalSetId"))
+        cases = result.get("eval_case_results", result.get("evalCaseResults"))
+        if not isinstance(cases, list):
+            problems.append(
+                Problem(
+                    file,
+                    format_path([*base, "eval_case_results"]),
+                    "expected a list of case results",
+                )
+            )
+            continue
+        for c, case in enumerate(cases):
+            where: list[str | int] = [*base, "eval_case_results", c]
+            if not isinstance(case, dict) or "eval_id" not in case:
+                problems.append(
+                    Problem(file, format_path(where), "expected a case result with 'eval_id'")
+                )
+                continue
+            rows = case.get("eval_metric_result_per_invocation") or []
+            invocations: list[Invocation] = []
+            for r, row in enumerate(rows):
+                row_path = [*where, "eval_metric_result_per_invocation", r, "actual_invocation"]
+                actual = row.get("actual_invocation") if isinstance(row, dict) else None
+                try:
+                    invocations += _invocations([actual], file, row_path[:-1])
+                except TracesError as exc:
+                    problems.extend(_unwrap(p, row_path) for p in exc.problems)
+            traces.by_case[(set_id if isinstance(set_id, str) else None, case["eval_id"])] = (
+                invocations
+            )
+    if problems:
+        raise TracesError(problems)
+    return traces
+
+
+def _unwrap(problem: Problem, row_path: list[str | int]) -> Problem:
+    """Rewrite ``...[r][0].x`` (the one-item list validated) as ``...[r].actual_invocation.x``."""
+    wrapped = format_path([*row_path[:-1], 0])
+    if problem.path.startswith(wrapped):
+        rest = problem.path[len(wrapped) :]
+        return Problem(problem.file, format_path(row_path) + rest, problem.message)
+    return problem
