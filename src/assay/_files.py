@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,9 @@ from assay.errors import InputError, Problem
 
 
 def read_text(path: Path, error: type[InputError]) -> str:
-    """The file's text, or ``error`` saying why it cannot be read."""
+    """The file's text (without a leading byte-order mark), or ``error`` saying why not."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8").removeprefix("\ufeff")
     except FileNotFoundError:
         raise error([Problem(str(path), "", "file not found")]) from None
     except IsADirectoryError:
@@ -33,15 +34,79 @@ def parse_json(text: str, file: str, error: type[InputError], where: str = "") -
         raise error([Problem(file, where, f"malformed JSON: {exc}")]) from None
 
 
+_BOOL = "tag:yaml.org,2002:bool"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_DROPPED = {_BOOL, _INT, _FLOAT, "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value"}
+_YAML12 = [
+    (_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")),
+    (_INT, re.compile(r"^[-+]?[0-9]+$"), list("-+0123456789")),
+    (
+        _FLOAT,
+        re.compile(
+            r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+            r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+        ),
+        list("-+0123456789."),
+    ),
+]
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """Safe YAML with YAML 1.2's plain scalars, as JSON has them.
+
+    Only ``true``/``false`` are booleans (``on``, ``yes``, ``no`` stay strings), numbers are
+    decimal (``010`` is 10, ``1:30`` a string) and dates stay strings.
+    """
+
+
+_YamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, regex) for tag, regex in resolvers if tag not in _DROPPED]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+for _tag, _regex, _first in _YAML12:
+    _YamlLoader.add_implicit_resolver(_tag, _regex, _first)
+
+
+def _decimal_int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
+    return int(str(loader.construct_scalar(node)))  # type: ignore[arg-type]
+
+
+_YamlLoader.add_constructor(_INT, _decimal_int)
+
+
+class _YamlDumper(yaml.SafeDumper):
+    """Quotes every string that YAML 1.1 or 1.2 would read as something else."""
+
+
+for _tag, _regex, _first in _YAML12:
+    _YamlDumper.add_implicit_resolver(_tag, _regex, _first)
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    # PyYAML's single-quoted and block styles turn a NEL (U+0085) into a space or line feed;
+    # double quotes escape it.
+    style = '"' if any(c in value for c in "\x85\u2028\u2029") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_YamlDumper.add_representer(str, _represent_str)
+
+
 def parse_yaml(text: str, file: str, error: type[InputError]) -> Any:
-    """Parse YAML safely (no object tags)."""
+    """Parse YAML safely (no object tags), with YAML 1.2 scalars (see :class:`_YamlLoader`)."""
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_YamlLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise error([Problem(file, "", f"malformed YAML{at}: {problem}")]) from None
+
+
+def dump_yaml(data: Any) -> str:
+    """YAML text for plain data that :func:`parse_yaml` reads back unchanged."""
+    return yaml.dump(data, Dumper=_YamlDumper, sort_keys=False, allow_unicode=True)
 
 
 def load_data(path: Path, error: type[InputError]) -> Any:

@@ -69,9 +69,15 @@ class EvalCase(AssayModel):
 
     @model_validator(mode="after")
     def _exactly_one_conversation_kind(self) -> EvalCase:
-        if (self.conversation is None) == (self.conversation_scenario is None):
+        if self.conversation is not None and self.conversation_scenario is not None:
             raise ValueError(
-                "exactly one of 'conversation' and 'conversation_scenario' must be given"
+                "has both 'conversation' and 'conversation_scenario'; give exactly one "
+                "(a static conversation, or a scenario for the user simulator)"
+            )
+        if self.conversation is None and self.conversation_scenario is None:
+            raise ValueError(
+                "has neither 'conversation' nor 'conversation_scenario'; give exactly one "
+                "(a static conversation, or a scenario for the user simulator)"
             )
         return self
 

@@ -3,17 +3,44 @@
 assay does not depend on google-genai: these models accept every key genai's own models accept
 (so ADK files with explicit ``"video_metadata": null`` load), keep the values we do not interpret
 as plain JSON, and reject keys genai would reject.
+
+The genai objects kept as plain JSON (:data:`GenaiObject`: usage and grounding metadata, blobs,
+file data, ...) are normalised as genai's models would give them: keys in snake_case, null
+values left out (a null field of a genai model is an unset one). Free-form maps (``args``,
+``response``, ``part_metadata``) are kept exactly as written.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
+from pydantic.alias_generators import to_snake
 
 from assay.evalset._base import AssayModel
 
 JsonObject = dict[str, Any]
+
+
+def genai_json(value: Any) -> Any:
+    """A genai object's JSON with snake_case keys and no null values, at every depth.
+
+    ``{"mimeType": "image/png", "displayName": null}`` -> ``{"mime_type": "image/png"}``. Only for
+    genai objects, whose keys are all field names: never for free-form maps.
+    """
+    if isinstance(value, dict):
+        return {
+            to_snake(k) if isinstance(k, str) else k: genai_json(v)
+            for k, v in value.items()
+            if v is not None
+        }
+    if isinstance(value, list):
+        return [genai_json(item) for item in value]
+    return value
+
+
+GenaiObject = Annotated[JsonObject, AfterValidator(genai_json)]
+"""A genai object kept as JSON (camelCase or snake_case keys in; snake_case, no nulls kept)."""
 
 
 class FunctionCall(AssayModel):
@@ -22,7 +49,7 @@ class FunctionCall(AssayModel):
     id: str | None = None
     name: str | None = None
     args: JsonObject | None = None
-    partial_args: list[JsonObject] | None = None
+    partial_args: list[GenaiObject] | None = None
     will_continue: bool | None = None
 
 
@@ -34,7 +61,7 @@ class FunctionResponse(AssayModel):
     response: JsonObject | None = None
     will_continue: bool | None = None
     scheduling: str | None = None
-    parts: list[JsonObject] | None = None
+    parts: list[GenaiObject] | None = None
 
 
 class Part(AssayModel):
@@ -45,18 +72,18 @@ class Part(AssayModel):
     thought_signature: str | None = None
     function_call: FunctionCall | None = None
     function_response: FunctionResponse | None = None
-    inline_data: JsonObject | None = None
-    file_data: JsonObject | None = None
-    executable_code: JsonObject | None = None
-    code_execution_result: JsonObject | None = None
-    video_metadata: JsonObject | None = None
-    media_resolution: Any = None
+    inline_data: GenaiObject | None = None
+    file_data: GenaiObject | None = None
+    executable_code: GenaiObject | None = None
+    code_execution_result: GenaiObject | None = None
+    video_metadata: GenaiObject | None = None
+    media_resolution: Annotated[Any, AfterValidator(genai_json)] = None
     tool_call: JsonObject | None = None
     tool_response: JsonObject | None = None
     part_metadata: JsonObject | None = None
-    audio_transcription: JsonObject | None = None
+    audio_transcription: GenaiObject | None = None
     media_processing: Any = None
-    speech_metadata: JsonObject | None = None
+    speech_metadata: GenaiObject | None = None
 
 
 class Content(AssayModel):

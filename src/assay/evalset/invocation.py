@@ -7,7 +7,14 @@ from typing import Annotated, Any
 from pydantic import Discriminator, Field, Tag, model_validator
 
 from assay.evalset._base import AssayModel
-from assay.evalset.content import Content, FunctionCall, FunctionResponse, JsonObject, Part
+from assay.evalset.content import (
+    Content,
+    FunctionCall,
+    FunctionResponse,
+    GenaiObject,
+    JsonObject,
+    Part,
+)
 from assay.evalset.rubric import Rubric
 
 
@@ -28,8 +35,8 @@ class InvocationEvent(AssayModel):
 
     author: str
     content: Content | None = None
-    grounding_metadata: JsonObject | None = None
-    usage_metadata: JsonObject | None = None
+    grounding_metadata: GenaiObject | None = None
+    usage_metadata: GenaiObject | None = None
     model_version: str | None = None
 
     @model_validator(mode="before")

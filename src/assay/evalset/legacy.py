@@ -6,21 +6,28 @@
 
 Unlike ADK, ids are deterministic (the file stem, ``<stem>-<n>`` per turn) rather than random
 uuids, so results of two runs on the same file can be compared and traces keyed by ``eval_id``.
+
+ADK reads these shapes key by key and ignores every other key; so do these models, and
+:func:`ignored_keys` lists what was ignored so that a typo can be reported as a warning.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from assay.errors import Problem, format_path
 from assay.evalset.case import EvalCase, EvalSet, SessionInput
 from assay.evalset.content import Content, FunctionCall, JsonObject, Part
 from assay.evalset.invocation import IntermediateData, Invocation
 
 
 class _Legacy(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Unknown keys are kept in ``model_extra`` (and reported), never used."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 class LegacyToolUse(_Legacy):
@@ -43,16 +50,16 @@ class LegacyTurn(_Legacy):
 
     query: str
     expected_tool_use: list[LegacyToolUse] = Field(default_factory=list)
-    expected_intermediate_agent_responses: list[LegacyAgentResponse] = Field(
-        default_factory=list
-    )
+    expected_intermediate_agent_responses: list[LegacyAgentResponse] = Field(default_factory=list)
     reference: str | None = ""
 
 
-class LegacyInitialSession(BaseModel):
-    """An ADK session (``initial.session.json``): only app, user and state are used."""
+class LegacyInitialSession(_Legacy):
+    """An ADK session (``initial.session.json``): only app, user and state are used.
 
-    model_config = ConfigDict(extra="ignore")
+    The other keys of ADK's ``Session`` (``id``, ``events``, ``last_update_time``) are ignored
+    without a warning.
+    """
 
     app_name: str = ""
     user_id: str = ""
@@ -112,3 +119,34 @@ def eval_set_from_named_cases(eval_set_id: str, cases: list[LegacyNamedCase]) ->
         name=eval_set_id,
         eval_cases=[case_from_turns(c.name, c.data, c.initial_session) for c in cases],
     )
+
+
+# Keys of ADK's Session that a legacy initial session may carry and that eval does not use.
+_UNUSED_SESSION_KEYS = frozenset({"id", "events", "last_update_time", "lastUpdateTime"})
+
+
+def ignored_keys(value: BaseModel | Sequence[BaseModel], file: str) -> list[Problem]:
+    """A warning for every unknown key of a validated legacy model or top-level list of them."""
+    if isinstance(value, BaseModel):
+        paths = list(_unknown_paths(value, ()))
+    else:
+        paths = [path for i, item in enumerate(value) for path in _unknown_paths(item, (i,))]
+    return [
+        Problem(file, format_path(path), f"unknown key '{path[-1]}' ignored (ADK ignores it too)")
+        for path in paths
+    ]
+
+
+def _unknown_paths(model: BaseModel, at: tuple[str | int, ...]) -> Iterator[tuple[str | int, ...]]:
+    skip = _UNUSED_SESSION_KEYS if isinstance(model, LegacyInitialSession) else frozenset()
+    for key in model.model_extra or {}:
+        if key not in skip:
+            yield (*at, key)
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            yield from _unknown_paths(value, (*at, name))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, BaseModel):
+                    yield from _unknown_paths(item, (*at, name, i))

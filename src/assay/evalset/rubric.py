@@ -8,7 +8,7 @@ from assay.evalset._base import AssayModel
 class RubricContent(AssayModel):
     """What the rubric tests, as a sentence (``text_property``)."""
 
-    text_property: str | None
+    text_property: str | None = None
 
 
 class Rubric(AssayModel):
