@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +21,21 @@ from pydantic import (
     SerializeAsAny,
     TypeAdapter,
     ValidationError,
+    ValidatorFunctionWrapHandler,
     field_validator,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel
 
 from assay._files import load_data, type_name
-from assay.errors import ConfigError, Problem, format_path, problems_from_validation
+from assay.errors import (
+    ConfigError,
+    Problem,
+    format_path,
+    keys_at,
+    problems_from_validation,
+    short_value,
+)
 from assay.evalset.rubric import Rubric
 
 DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
@@ -65,6 +74,14 @@ class BaseCriterion(_ConfigModel):
     threshold: float
     include_intermediate_responses_in_final: bool = False
 
+    @field_validator("threshold", mode="before")
+    @classmethod
+    def _no_boolean_threshold(cls, value: Any) -> Any:
+        # Stricter than ADK, which reads ``true`` as 1.0: a boolean threshold is a mistake.
+        if isinstance(value, bool):
+            raise ValueError(f"expected a number; got {str(value).lower()}")
+        return value
+
 
 class ToolTrajectoryCriterion(BaseCriterion):
     """``tool_trajectory_avg_score``: match type, and whether arguments are compared at all."""
@@ -72,15 +89,21 @@ class ToolTrajectoryCriterion(BaseCriterion):
     match_type: MatchType = MatchType.EXACT
     ignore_args: bool = False
 
-    @field_validator("match_type", mode="before")
+    @field_validator("match_type", mode="wrap")
     @classmethod
-    def _coerce_match_type(cls, value: Any) -> Any:
+    def _coerce_match_type(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         # As ADK: names are trimmed, upper-cased, '-' and ' ' become '_'; 0/1/2 are the values.
+        # What ADK rejects is rejected here too, with the accepted values in the message.
         if isinstance(value, str):
             name = value.strip().upper().replace("-", "_").replace(" ", "_")
-            if name in MatchType.__members__:
-                return MatchType[name]
-        return value
+            value = MatchType[name] if name in MatchType.__members__ else value
+        try:
+            return handler(value)
+        except ValidationError:
+            raise ValueError(
+                f"expected one of {', '.join(MatchType.__members__)} (or 0, 1, 2); "
+                f"got {short_value(value)}"
+            ) from None
 
 
 class LlmAsAJudgeCriterion(BaseCriterion):
@@ -150,7 +173,7 @@ class CustomMetricConfig(_ConfigModel):
 
 
 def _criterion_problems(
-    name: str, value: Any, custom: Mapping[str, Any], file: str
+    name: str, value: Any, custom: Iterable[str], file: str
 ) -> tuple[BaseCriterion | None, list[Problem]]:
     path = format_path(["criteria", name])
     if name in INFORMATIONAL_METRICS:
@@ -185,13 +208,23 @@ def _criterion_problems(
                 f"expected a threshold number or a criterion object; got {type_name(value)}",
             )
         ]
-    if not isinstance(value, dict):
-        value = {"threshold": value}
-    known = list(criterion_type.model_fields) + list(JudgeModelOptions.model_fields)
+    bare = not isinstance(value, dict)
+    data = {"threshold": value} if bare else value
     try:
-        return criterion_type.model_validate(value), []
+        return criterion_type.model_validate(data), []
     except ValidationError as exc:
-        return None, problems_from_validation(exc, file, value, ["criteria", name], known)
+        problems = problems_from_validation(
+            exc, file, data, ["criteria", name], lambda loc: keys_at(criterion_type, loc)
+        )
+    if bare:  # a bare threshold is reported where it was written, not at '.threshold'
+        problems = [Problem(p.file, path, p.message) for p in problems]
+    return None, problems
+
+
+def _declared_custom_names(data: Mapping[str, Any]) -> list[str]:
+    """The metric names declared under ``custom_metrics`` (either spelling), valid or not."""
+    raw = data.get("custom_metrics", data.get("customMetrics"))
+    return [str(name) for name in raw] if isinstance(raw, dict) else []
 
 
 class EvalConfig(_ConfigModel):
@@ -202,22 +235,24 @@ class EvalConfig(_ConfigModel):
     user_simulator_config: dict[str, Any] | None = None
     live_model_config: dict[str, Any] | None = None
 
-    @field_validator("criteria", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _validate_each_criterion(cls, value: Any, info: Any) -> Any:
-        if not isinstance(value, dict):
-            return value
-        custom = (info.data.get("custom_metrics") or {}) if info.data else {}
+    def _validate_each_criterion(cls, data: Any) -> Any:
+        # A model validator, not a field one: the criteria may name metrics declared under
+        # 'custom_metrics', which comes after 'criteria'.
+        if not isinstance(data, dict) or not isinstance(data.get("criteria"), dict):
+            return data
+        custom = _declared_custom_names(data)
         out: dict[str, BaseCriterion] = {}
         problems: list[Problem] = []
-        for name, entry in value.items():
+        for name, entry in data["criteria"].items():
             criterion, found = _criterion_problems(str(name), entry, custom, "<config>")
             problems.extend(found)
             if criterion is not None:
                 out[str(name)] = criterion
         if problems:
             raise ValueError("; ".join(f"{p.path}: {p.message}" for p in problems))
-        return out
+        return {**data, "criteria": out}
 
     def criterion(self, metric_name: str) -> BaseCriterion:
         """The criterion configured for a metric."""
@@ -248,12 +283,19 @@ def parse_config(data: Any, file: str = "<config>") -> EvalConfig:
         try:
             custom = _CUSTOM.validate_python(raw_custom)
         except ValidationError as exc:
-            problems += problems_from_validation(exc, file, raw_custom, ["custom_metrics"])
+            problems += problems_from_validation(
+                exc,
+                file,
+                raw_custom,
+                ["custom_metrics"],
+                lambda loc: keys_at(dict[str, CustomMetricConfig], loc),
+            )
     raw_criteria = data.get("criteria", {})
     criteria: dict[str, BaseCriterion] = {}
     if isinstance(raw_criteria, dict):
+        declared = _declared_custom_names(data)  # an invalid declaration is reported once
         for name, entry in raw_criteria.items():
-            criterion, found = _criterion_problems(str(name), entry, custom, file)
+            criterion, found = _criterion_problems(str(name), entry, declared, file)
             problems += found
             if criterion is not None:
                 criteria[str(name)] = criterion

@@ -14,6 +14,7 @@ from assay.config import CRITERION_TYPES, BaseCriterion, ToolTrajectoryCriterion
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
 from assay.metrics.base import Metric, MetricInfo, MetricResult, not_evaluated
+from assay.metrics.efficiency import EFFICIENCY_METRICS
 from assay.metrics.rouge import ResponseMatchMetric
 from assay.metrics.trajectory import ToolTrajectoryMetric
 
@@ -84,4 +85,6 @@ def default_registry() -> MetricRegistry:
     registry = MetricRegistry()
     for name, factory in BUILTIN_METRICS.items():
         registry.register(name, factory)
+    for name, efficiency_factory in EFFICIENCY_METRICS.items():
+        registry.register(name, efficiency_factory)
     return registry

@@ -34,13 +34,19 @@ def format_score(score: float | None) -> str:
 
 def _metric_cells(case: EvalCaseResult, row: EvalMetricResult) -> list[str]:
     note = case.assay.metric_reasons.get(row.metric_name, "")
+    informational = row.eval_status is EvalStatus.INFORMATIONAL and row.score is not None
     return [
         escape(row.metric_name),
-        format_score(row.score),
+        f"{row.score:.6g}" if informational and row.score is not None else format_score(row.score),
         format_score(row.threshold),
         status_text(row.eval_status),
         escape(note),
     ]
+
+
+def _shown(row: EvalMetricResult) -> bool:
+    """Informational metrics with no value (no usage or timing recorded) are left out."""
+    return not (row.eval_status is EvalStatus.INFORMATIONAL and row.score is None)
 
 
 def results_table(result: EvalSetResult) -> Table:
@@ -54,7 +60,7 @@ def results_table(result: EvalSetResult) -> Table:
         )
     for case in result.eval_case_results:
         label = f"{escape(case.eval_id)}\n{status_text(case.final_eval_status)}"
-        rows = case.overall_eval_metric_results
+        rows = [row for row in case.overall_eval_metric_results if _shown(row)]
         if not rows:
             table.add_row(
                 label,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from assay._version import __version__
-from assay.config import EvalConfig, default_config
+from assay.config import INFORMATIONAL_METRICS, EvalConfig, default_config
 from assay.evalset.case import EvalCase
 from assay.evalset.io import LoadedEvalSet
 from assay.metrics.base import EvalStatus
@@ -36,11 +36,18 @@ CaseCallback = Callable[[EvalSetJob, EvalCaseResult], None]
 
 
 def configured_metrics(config: EvalConfig, registry: MetricRegistry) -> list[ConfiguredMetric]:
-    """The metrics a config asks for, built from their criteria, in config order."""
-    return [
+    """The metrics a config asks for, in config order, then ADK's informational efficiency
+    metrics (tool calls, model calls, tokens, duration), which are reported on every run."""
+    metrics = [
         ConfiguredMetric(name, criterion, registry.create(name, criterion))
         for name, criterion in config.criteria.items()
     ]
+    metrics += [
+        ConfiguredMetric(name, None, registry.create(name, None))
+        for name in INFORMATIONAL_METRICS
+        if name not in config.criteria
+    ]
+    return metrics
 
 
 def summarize(results: Sequence[EvalCaseResult]) -> RunSummary:
