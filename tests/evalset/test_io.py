@@ -256,3 +256,21 @@ def test_any_texts_and_args_survive_a_round_trip(
     write_eval_set(original, path)
 
     assert load_eval_set(path).eval_set == original
+
+
+def test_duplicate_eval_ids_load_with_a_warning_naming_both_places(tmp_path: Path) -> None:
+    case = {
+        "eval_id": "same",
+        "conversation": [{"user_content": {"parts": [{"text": "hi"}]}}],
+    }
+    path = tmp_path / "dup.evalset.json"
+    path.write_text(json.dumps({"eval_set_id": "s", "eval_cases": [case, case]}))
+    loaded = load_eval_set(path)
+    assert [c.eval_id for c in loaded.eval_set.eval_cases] == ["same", "same"]
+    assert [(w.path, w.message) for w in loaded.warnings] == [
+        (
+            "eval_cases[1].eval_id",
+            "duplicate eval_id 'same' (first at eval_cases[0]); traces and results are keyed "
+            "by eval_id",
+        )
+    ]

@@ -6,6 +6,7 @@ Exit codes: 0 every case passed, 1 a case failed or a configured metric was not 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -25,7 +26,7 @@ from assay.evalset.io import load_eval_set
 from assay.metrics.base import EvalStatus
 from assay.report.console import print_results
 from assay.results.model import EvalSetResult, RunSummary
-from assay.results.traces import load_traces
+from assay.results.traces import Traces, load_traces
 from assay.runner.evaluate import EvalSetJob, evaluate_sync
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -44,17 +45,23 @@ def _report_input_error(error: InputError) -> None:
 
 
 def _jobs(eval_sets: Sequence[str], config_path: str | None) -> list[EvalSetJob]:
-    explicit: EvalConfig | None = load_config(config_path) if config_path else None
     jobs: list[EvalSetJob] = []
     problems = []
+    explicit: EvalConfig | None = None
+    if config_path:
+        try:
+            explicit = load_config(config_path)
+        except InputError as exc:
+            problems.extend(exc.problems)
     for path in eval_sets:
         try:
             loaded = load_eval_set(path)
         except InputError as exc:
             problems.extend(exc.problems)
             continue
-        if explicit is not None and config_path is not None:
-            jobs.append(EvalSetJob(loaded, explicit, config_path))
+        if config_path:  # given, but invalid: reported above, never replaced by another
+            if explicit is not None:
+                jobs.append(EvalSetJob(loaded, explicit, config_path))
         elif loaded.config_beside is not None:
             try:
                 jobs.append(
@@ -75,8 +82,16 @@ def _write_output(path: Path, results: Sequence[EvalSetResult]) -> None:
         payload = payload[0]
     text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        reason = exc.strerror or str(exc)
+        if exc.filename is not None and str(exc.filename) != str(path):
+            reason += f": {exc.filename}"
+        raise click.FileError(str(path), hint=reason) from None
 
 
 def _total(results: Sequence[EvalSetResult]) -> RunSummary:
@@ -151,13 +166,30 @@ def eval_command(
 ) -> None:
     """Score EVALSET files against recorded traces and print a results table."""
     console = _console()
-    jobs = _jobs(eval_sets, config_path)
-    traces = load_traces(traces_paths)
+    if output_path and not Path(output_path).parent.is_dir():  # say so before a long run
+        raise click.BadParameter(
+            f"folder '{Path(output_path).parent}' does not exist", param_hint="'--output'"
+        )
+    problems = []  # eval sets, configs and traces are all checked before anything is scored
+    jobs: list[EvalSetJob] = []
+    traces = Traces()
+    try:
+        jobs = _jobs(eval_sets, config_path)
+    except InputError as exc:
+        problems.extend(exc.problems)
+    try:
+        traces = load_traces(traces_paths)
+    except InputError as exc:
+        problems.extend(exc.problems)
+    if problems:
+        raise InputError(problems)
     for job in jobs:
         names = ", ".join(job.config.criteria) or "(none)"
         console.print(
             f"[dim]{escape(str(job.loaded.path))}: criteria from {escape(job.config_source)}: {escape(names)}[/]"
         )
+        for warning in job.loaded.warnings:
+            console.print(f"  [yellow]warning:[/] {escape(str(warning))}")
     results = evaluate_sync(jobs, traces, concurrency=concurrency)
     summary = _total(results)
     print_results(console, results, summary, detailed=print_detailed_results)
@@ -219,7 +251,9 @@ def _looks_like_config(path: Path) -> bool:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the CLI, turning assay's errors into messages and exit codes."""
     try:
-        cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
+        cli.main(
+            args=list(argv) if argv is not None else None, prog_name="assay", standalone_mode=False
+        )
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -92,8 +92,37 @@ _SESSION = TypeAdapter(legacy.LegacyInitialSession)
 
 
 def load_eval_set(path: str | Path) -> LoadedEvalSet:
-    """Load an eval set from any supported format, or raise :class:`EvalSetError`."""
-    path = Path(path)
+    """Load an eval set from any supported format, or raise :class:`EvalSetError`.
+
+    Duplicate ``eval_id``s load (ADK accepts them) but are reported as warnings, since traces
+    and results are keyed by ``eval_id``.
+    """
+    loaded = _load(Path(path))
+    duplicates = _duplicate_ids(loaded.eval_set, str(loaded.path))
+    if not duplicates:
+        return loaded
+    return replace(loaded, warnings=(*loaded.warnings, *duplicates))
+
+
+def _duplicate_ids(eval_set: EvalSet, file: str) -> list[Problem]:
+    first: dict[str, int] = {}
+    problems: list[Problem] = []
+    for index, case in enumerate(eval_set.eval_cases):
+        if case.eval_id in first:
+            problems.append(
+                Problem(
+                    file,
+                    format_path(["eval_cases", index, "eval_id"]),
+                    f"duplicate eval_id '{case.eval_id}' (first at eval_cases[{first[case.eval_id]}]); "
+                    "traces and results are keyed by eval_id",
+                )
+            )
+        else:
+            first[case.eval_id] = index
+    return problems
+
+
+def _load(path: Path) -> LoadedEvalSet:
     if path.suffix.lower() == ".jsonl":
         return LoadedEvalSet(_load_jsonl(path), path, "jsonl")
     data = load_data(path, EvalSetError)

@@ -52,7 +52,7 @@ def _shown(row: EvalMetricResult) -> bool:
 def results_table(result: EvalSetResult) -> Table:
     """One row per case and metric: score, threshold, status and why it was not evaluated."""
     path = result.assay.eval_set_path if result.assay else None
-    title = f"{result.eval_set_id}" + (f"  [dim]({escape(path)})[/]" if path else "")
+    title = escape(result.eval_set_id) + (f"  [dim]({escape(path)})[/]" if path else "")
     table = Table(title=title, title_justify="left", show_lines=False)
     for column in ("Case", "Metric", "Score", "Threshold", "Status", "Note"):
         table.add_column(
@@ -61,6 +61,9 @@ def results_table(result: EvalSetResult) -> Table:
     for case in result.eval_case_results:
         label = f"{escape(case.eval_id)}\n{status_text(case.final_eval_status)}"
         rows = [row for row in case.overall_eval_metric_results if _shown(row)]
+        reason = case.assay.reason
+        if rows and reason and reason not in case.assay.metric_reasons.values():
+            label += f"\n[dim]{escape(reason)}[/]"  # why the case itself was not evaluated
         if not rows:
             table.add_row(
                 label,
@@ -97,7 +100,7 @@ def _calls(invocation: Invocation | None) -> str:
 def detail_table(case: EvalCaseResult) -> Table:
     """Per invocation: prompt, expected and actual response and tool calls, each metric's verdict."""
     table = Table(
-        title=f"{case.eval_set_id} / {case.eval_id}", title_justify="left", show_lines=True
+        title=escape(f"{case.eval_set_id} / {case.eval_id}"), title_justify="left", show_lines=True
     )
     for column in (
         "prompt",
@@ -109,7 +112,7 @@ def detail_table(case: EvalCaseResult) -> Table:
         table.add_column(column, overflow="fold", max_width=28)
     metric_names = [m.metric_name for m in case.overall_eval_metric_results]
     for name in metric_names:
-        table.add_column(name, overflow="fold")
+        table.add_column(escape(name), overflow="fold")
     for row in case.eval_metric_result_per_invocation:
         actual, expected = row.actual_invocation, row.expected_invocation
         verdicts = {m.metric_name: m for m in row.eval_metric_results}

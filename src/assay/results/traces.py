@@ -6,11 +6,13 @@ Two shapes are read:
   JSON), which is what ``--save-traces`` writes;
 * ADK's ``.evalset_result.json`` (also its legacy double-encoded form, and a list of them as
   ``assay eval --output`` writes): the actual invocations of each case are taken from
-  ``eval_metric_result_per_invocation``.
+  ``eval_metric_result_per_invocation``. A case result without any (one that was not evaluated
+  because it had no trace) gives no trace for that case, so reading results back reproduces them.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +21,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from assay._files import load_data, parse_json, type_name
-from assay.errors import Problem, TracesError, format_path, problems_from_validation
+from assay.errors import Problem, TracesError, format_path, problems_from_validation, short_value
 from assay.evalset.invocation import Invocation
 
 _INVOCATIONS = TypeAdapter(list[Invocation])
@@ -61,20 +63,31 @@ def _load_one(path: Path) -> Traces:
     file = str(path)
     data = load_data(path, TracesError)
     if isinstance(data, str):  # ADK's legacy writer double-encodes JSON
-        data = parse_json(data, file, TracesError)
+        with contextlib.suppress(TracesError):  # else a plain string, reported below
+            data = parse_json(data, file, TracesError)
     if isinstance(data, dict) and ("eval_case_results" in data or "evalCaseResults" in data):
         return _from_set_results([data], file, prefix=())
-    if isinstance(data, list) and data and all(isinstance(d, dict) for d in data):
+    if isinstance(data, list) and data:
+        not_objects = [
+            Problem(
+                file, format_path([i]), f"expected an eval set result object; got {short_value(d)}"
+            )
+            for i, d in enumerate(data)
+            if not isinstance(d, dict)
+        ]
+        if not_objects:
+            raise TracesError(not_objects)
         return _from_set_results(data, file, prefix=None)
     if isinstance(data, dict):
         return _from_mapping(data, file)
+    got = "an empty list" if data == [] else type_name(data)
     raise TracesError(
         [
             Problem(
                 file,
                 "",
                 "expected an object mapping eval_id to a list of invocations, or an ADK "
-                f".evalset_result.json; got {type_name(data)}",
+                f".evalset_result.json (or a list of them); got {got}",
             )
         ]
     )
@@ -109,41 +122,62 @@ def _from_mapping(data: dict[str, Any], file: str) -> Traces:
     return traces
 
 
+def _key(data: dict[str, Any], snake: str) -> str:
+    """The key ``data`` spells a field with: ``snake`` or its camelCase form (ADK reads both)."""
+    head, *rest = snake.split("_")
+    camel = head + "".join(word.capitalize() for word in rest)
+    return camel if snake not in data and camel in data else snake
+
+
 def _from_set_results(results: list[dict[str, Any]], file: str, prefix: tuple[()] | None) -> Traces:
     traces = Traces(sources=[file])
     problems: list[Problem] = []
     for s, result in enumerate(results):
         base: list[str | int] = [] if prefix is not None else [s]
-        set_id = result.get("eval_set_id", result.get("evalSetId"))
-        cases = result.get("eval_case_results", result.get("evalCaseResults"))
+        set_id = result.get(_key(result, "eval_set_id"))
+        cases_key = _key(result, "eval_case_results")
+        cases = result.get(cases_key)
         if not isinstance(cases, list):
             problems.append(
                 Problem(
                     file,
-                    format_path([*base, "eval_case_results"]),
-                    "expected a list of case results",
+                    format_path([*base, cases_key]),
+                    f"expected a list of case results; got {type_name(cases)}",
                 )
             )
             continue
         for c, case in enumerate(cases):
-            where: list[str | int] = [*base, "eval_case_results", c]
-            if not isinstance(case, dict) or "eval_id" not in case:
+            where: list[str | int] = [*base, cases_key, c]
+            eval_id = case.get(_key(case, "eval_id")) if isinstance(case, dict) else None
+            if not isinstance(case, dict) or not isinstance(eval_id, str):
                 problems.append(
                     Problem(file, format_path(where), "expected a case result with 'eval_id'")
                 )
                 continue
-            rows = case.get("eval_metric_result_per_invocation") or []
+            rows_key = _key(case, "eval_metric_result_per_invocation")
+            rows = case.get(rows_key)
+            rows = [] if rows is None else rows
+            if not isinstance(rows, list):
+                problems.append(
+                    Problem(
+                        file,
+                        format_path([*where, rows_key]),
+                        f"expected a list; got {type_name(rows)}",
+                    )
+                )
+                continue
+            if not rows:  # not evaluated for want of a trace: still no trace
+                continue
             invocations: list[Invocation] = []
             for r, row in enumerate(rows):
-                row_path = [*where, "eval_metric_result_per_invocation", r, "actual_invocation"]
-                actual = row.get("actual_invocation") if isinstance(row, dict) else None
+                actual_key = _key(row, "actual_invocation") if isinstance(row, dict) else ""
+                row_path = [*where, rows_key, r, actual_key or "actual_invocation"]
+                actual = row.get(actual_key) if isinstance(row, dict) else None
                 try:
                     invocations += _invocations([actual], file, row_path[:-1])
                 except TracesError as exc:
                     problems.extend(_unwrap(p, row_path) for p in exc.problems)
-            traces.by_case[(set_id if isinstance(set_id, str) else None, case["eval_id"])] = (
-                invocations
-            )
+            traces.by_case[(set_id if isinstance(set_id, str) else None, eval_id)] = invocations
     if problems:
         raise TracesError(problems)
     return traces

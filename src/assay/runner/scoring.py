@@ -96,7 +96,12 @@ async def score_case(
     metrics: Sequence[ConfiguredMetric],
     missing_reason: str | None = None,
 ) -> EvalCaseResult:
-    """Score one case. ``actual`` None means there is nothing to score, for ``missing_reason``."""
+    """Score one case. ``actual`` None means there is nothing to score, for ``missing_reason``.
+
+    A static conversation whose invocation count differs from ``actual``'s cannot pass or fail
+    (ADK aborts the whole run): the metrics still run (those needing expected invocations say
+    why they cannot score), and the case is NOT_EVALUATED with the counts as its reason.
+    """
     started = time.perf_counter()
     user_id = case.session_input.user_id if case.session_input else "test_user_id"
     notes = CaseNotes()
@@ -117,6 +122,8 @@ async def score_case(
             assay=notes,
         )
     expected = case.conversation
+    if expected is not None and len(expected) != len(actual):
+        notes.reason = f"expected {len(expected)} invocations, got {len(actual)}"
     rows = [
         EvalMetricResultPerInvocation(
             actual_invocation=inv,
@@ -142,7 +149,11 @@ async def score_case(
         eval_set_file=eval_set_id,
         eval_set_id=eval_set_id,
         eval_id=case.eval_id,
-        final_eval_status=case_status([row.eval_status for row in overall]),
+        final_eval_status=(
+            EvalStatus.NOT_EVALUATED
+            if notes.reason
+            else case_status([row.eval_status for row in overall])
+        ),
         overall_eval_metric_results=overall,
         eval_metric_result_per_invocation=rows,
         user_id=user_id,

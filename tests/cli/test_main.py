@@ -1,0 +1,388 @@
+"""The ``assay`` command line: exit codes, tables, summary, config discovery and input errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _support import CliRun, Example, RunCli
+
+ASSAY = Path(sys.executable).with_name("assay")
+
+
+def has_row(output: str, metric: str, score: str, threshold: str, status: str) -> bool:
+    """Whether the results table has a row ``metric | score | threshold | status``."""
+    cells = [re.escape(cell) for cell in (metric, score, threshold, status)]
+    return re.search(r"│ " + r"\s*│\s*".join(cells) + r"\s*│", output) is not None
+
+
+def flat(text: str) -> str:
+    """Text with all runs of whitespace made one space (rich wraps long lines)."""
+    return " ".join(text.split())
+
+
+def assert_input_error(run: CliRun, *expected: str) -> None:
+    """Exit 2, one problem per ``expected`` line (each naming file and JSON path), no traceback."""
+    assert run.code == 2, run.output
+    assert "Traceback" not in run.output
+    assert run.out == ""
+    err = flat(run.err)
+    assert err.startswith(f"error: {len(expected)} problem(s) in the input")
+    assert err.count("•") == len(expected)
+    for line in expected:
+        assert f"• {line}" in err
+
+
+def write(path: Path, content: object) -> Path:
+    path.write_text(content if isinstance(content, str) else json.dumps(content), encoding="utf-8")
+    return path
+
+
+# --- runs -------------------------------------------------------------------------------------
+
+
+def test_eval_on_the_example_exits_0_and_prints_the_table_and_summary(
+    run_cli: RunCli, example: Example
+) -> None:
+    run = run_cli("eval", example.evalset, "--traces", example.traces)
+
+    assert run.code == 0, run.output
+    assert "4 passed, 0 failed, 0 not evaluated" in run.out
+    assert "Case" in run.out and "Threshold" in run.out
+    for eval_id in ("forecast_paris", "book_flight_lisbon", "convert_currency", "greeting"):
+        assert eval_id in run.out
+    assert has_row(run.out, "response_match_score", "0.9392", "0.6000", "PASSED")
+    assert f"criteria from {example.config}" in flat(run.out)
+    assert "FAILED" not in run.out
+    assert run.err == ""
+
+
+def test_eval_on_the_regressed_traces_exits_1_with_failures_and_a_not_evaluated_case(
+    run_cli: RunCli, example: Example
+) -> None:
+    run = run_cli("eval", example.evalset, "--traces", example.regressed)
+
+    assert run.code == 1, run.output
+    assert "1 passed, 2 failed, 1 not evaluated" in run.out
+    assert has_row(run.out, "tool_trajectory_avg_score", "0.5000", "1.0000", "FAILED")
+    assert has_row(run.out, "response_match_score", "0.0870", "0.6000", "FAILED")
+    assert f"no trace for this case in {example.regressed}" in flat(run.out)
+
+
+def test_an_explicit_config_overrides_the_test_config_beside_the_eval_set(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    config = write(tmp_path / "strict.json", {"criteria": {"response_match_score": 0.95}})
+
+    run = run_cli("eval", example.evalset, "--config", config, "--traces", example.traces)
+
+    assert run.code == 1, run.output
+    assert f"criteria from {config}: response_match_score" in flat(run.out)
+    assert has_row(run.out, "response_match_score", "0.9392", "0.9500", "FAILED")
+    assert "tool_trajectory_avg_score" not in run.out
+    assert "3 passed, 1 failed, 0 not evaluated" in run.out
+
+
+def test_without_a_config_beside_the_eval_set_adks_default_criteria_are_used(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    evalset = Path(shutil.copy(example.evalset, tmp_path / "travel.evalset.json"))
+
+    run = run_cli("eval", evalset, "--traces", example.traces)
+
+    assert "criteria from defaults: tool_trajectory_avg_score, response_match_score" in flat(
+        run.out
+    )
+    assert has_row(run.out, "response_match_score", "1.0000", "0.8000", "PASSED")
+    # EXACT matching (ADK's default) fails the case that IN_ORDER passed.
+    assert has_row(run.out, "tool_trajectory_avg_score", "0.5000", "1.0000", "FAILED")
+    assert "3 passed, 1 failed, 0 not evaluated" in run.out
+    assert run.code == 1
+
+
+def test_print_detailed_results_adds_a_per_invocation_table_for_each_case(
+    run_cli: RunCli, example: Example
+) -> None:
+    plain = run_cli("eval", example.evalset, "--traces", example.traces)
+    detailed = run_cli(
+        "eval", example.evalset, "--traces", example.traces, "--print-detailed-results"
+    )
+
+    assert detailed.code == 0
+    titles = [f"travel_assistant / {eval_id}" for eval_id in ("forecast_paris", "greeting")]
+    for title in titles:
+        assert title in detailed.out
+        assert title not in plain.out
+    assert "prompt" in detailed.out and "prompt" not in plain.out
+    assert "Hi! Who are you?" in flat(detailed.out)  # the greeting's prompt
+    assert "get_forecast" in detailed.out  # its expected and actual tool calls
+    assert "4 passed, 0 failed, 0 not evaluated" in detailed.out
+
+
+def test_output_that_cannot_be_written_is_an_input_error_not_an_internal_one(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    (tmp_path / "results.json.tmp").mkdir()  # where the results are written first
+
+    run = run_cli(
+        "eval", example.evalset, "--traces", example.traces, "--output", tmp_path / "results.json"
+    )
+
+    assert run.code == 2
+    assert "internal error" not in run.output
+    assert "Could not open file" in run.err
+    assert str(tmp_path / "results.json") in flat(run.err)
+
+
+def test_an_output_folder_that_does_not_exist_is_a_usage_error_before_scoring(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    out = tmp_path / "missing" / "results.json"
+
+    run = run_cli("eval", example.evalset, "--traces", example.traces, "--output", out)
+
+    assert run.code == 2
+    assert run.out == ""  # nothing was scored
+    assert f"folder '{out.parent}' does not exist" in flat(run.err)
+
+
+# --- bad input: exit 2, one clear message, no traceback ---------------------------------------
+
+
+def test_a_malformed_eval_set_is_reported_with_file_and_position(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    evalset = write(tmp_path / "bad.evalset.json", '{"eval_set_id": "s", "eval_cases": [')
+
+    run = run_cli("eval", evalset, "--traces", example.traces)
+
+    assert_input_error(run, f"{evalset}: malformed JSON: EOF while parsing a list at line 1")
+
+
+def test_a_wrongly_typed_value_in_the_eval_set_is_reported_with_its_json_path(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    evalset = write(
+        tmp_path / "bad.evalset.json",
+        {"eval_set_id": "s", "eval_cases": [{"eval_id": "a", "conversation": 5}]},
+    )
+
+    run = run_cli("eval", evalset, "--traces", example.traces)
+
+    assert_input_error(run, f"{evalset}: eval_cases[0].conversation: expected a list; got 5")
+
+
+def test_an_unknown_key_in_the_eval_set_is_reported_with_a_suggestion(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    evalset = write(
+        tmp_path / "bad.evalset.json",
+        {"eval_set_id": "s", "eval_cases": [{"eval_id": "a", "convesation": []}]},
+    )
+
+    run = run_cli("eval", evalset, "--traces", example.traces)
+
+    assert_input_error(
+        run,
+        f"{evalset}: eval_cases[0]: unknown key 'convesation' (did you mean 'conversation'?)",
+    )
+
+
+def test_an_unknown_metric_in_the_config_is_reported_with_a_suggestion(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    config = write(tmp_path / "cfg.json", {"criteria": {"respons_match_score": 0.8}})
+
+    run = run_cli("eval", example.evalset, "--config", config, "--traces", example.traces)
+
+    assert_input_error(
+        run,
+        f"{config}: criteria.respons_match_score: unknown metric; "
+        "did you mean 'response_match_score'?",
+    )
+
+
+def test_a_typo_in_a_test_config_beside_the_eval_set_is_reported(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    evalset = Path(shutil.copy(example.evalset, tmp_path / "travel.evalset.json"))
+    config = write(
+        tmp_path / "test_config.json",
+        {
+            "criteria": {
+                "final_response_match_v2": {
+                    "threshold": 1,
+                    "judge_model_options": {"num_sample": 2},
+                }
+            }
+        },
+    )
+
+    run = run_cli("eval", evalset, "--traces", example.traces)
+
+    assert_input_error(
+        run,
+        f"{config}: criteria.final_response_match_v2.judge_model_options: "
+        "unknown key 'num_sample' (did you mean 'num_samples'?)",
+    )
+
+
+def test_a_missing_eval_set_file_is_reported(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    missing = tmp_path / "nope.evalset.json"
+
+    run = run_cli("eval", missing, "--traces", example.traces)
+
+    assert_input_error(run, f"{missing}: file not found")
+
+
+def test_a_missing_traces_file_is_reported(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    missing = tmp_path / "nope.json"
+
+    run = run_cli("eval", example.evalset, "--traces", missing)
+
+    assert_input_error(run, f"{missing}: file not found")
+
+
+def test_malformed_traces_are_reported_with_file_and_position(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    traces = write(tmp_path / "traces.json", '{"greeting": [}')
+
+    run = run_cli("eval", example.evalset, "--traces", traces)
+
+    assert_input_error(run, f"{traces}: malformed JSON: expected value at line 1 column 15")
+
+
+def test_an_invalid_invocation_in_the_traces_is_reported_with_its_json_path(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    data = json.loads(example.traces.read_text(encoding="utf-8"))
+    del data["book_flight_lisbon"][1]["user_content"]
+    traces = write(tmp_path / "traces.json", data)
+
+    run = run_cli("eval", example.evalset, "--traces", traces)
+
+    assert_input_error(run, f"{traces}: book_flight_lisbon[1]: missing required key 'user_content'")
+
+
+def test_problems_in_the_config_eval_set_and_traces_are_reported_together(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    config = write(tmp_path / "cfg.json", {"criteria": {"zzz": 1}})
+    evalset = write(tmp_path / "bad.evalset.json", "[")
+    traces = tmp_path / "nope.json"
+
+    run = run_cli("eval", evalset, "--config", config, "--traces", traces)
+
+    assert_input_error(
+        run,
+        f"{config}: criteria.zzz: unknown metric",
+        f"{evalset}: malformed JSON",
+        f"{traces}: file not found",
+    )
+
+
+def test_eval_without_traces_is_a_usage_error(run_cli: RunCli, example: Example) -> None:
+    run = run_cli("eval", example.evalset)
+
+    assert run.code == 2
+    assert "Missing option '--traces'" in run.err
+    assert "Traceback" not in run.output
+
+
+def test_eval_without_an_eval_set_is_a_usage_error(run_cli: RunCli, example: Example) -> None:
+    run = run_cli("eval", "--traces", example.traces)
+
+    assert run.code == 2
+    assert "Missing argument 'EVALSET...'" in run.err
+
+
+# --- validate ---------------------------------------------------------------------------------
+
+
+def test_validate_lists_each_good_file_and_exits_0(run_cli: RunCli, example: Example) -> None:
+    run = run_cli("validate", example.evalset, example.config)
+
+    assert run.code == 0, run.output
+    out = flat(run.out)
+    assert (
+        f"ok {example.evalset}: eval set 'travel_assistant' (evalset), 4 case(s), 5 invocation(s)"
+        in out
+    )
+    assert (
+        f"ok {example.config}: config with 2 criteria "
+        "(tool_trajectory_avg_score, response_match_score)" in out
+    )
+
+
+def test_validate_reports_every_problem_in_several_bad_files(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    malformed = write(tmp_path / "a.evalset.json", '{"eval_set_id": ')
+    typo = write(
+        tmp_path / "b.evalset.json",
+        {"eval_set_id": "s", "eval_cases": [{"eval_id": "a", "convesation": []}]},
+    )
+    config = write(tmp_path / "test_config.json", {"criteria": {"respons_match_score": 0.8}})
+    missing = tmp_path / "c.evalset.json"
+
+    run = run_cli("validate", malformed, example.evalset, typo, config, missing)
+
+    assert run.code == 2
+    assert "Traceback" not in run.output
+    assert f"ok {example.evalset}" in flat(run.out)
+    err = flat(run.err)
+    assert err.startswith("error: 4 problem(s) in the input")
+    for expected in (
+        f"{malformed}: malformed JSON",
+        f"{typo}: eval_cases[0]: unknown key 'convesation'",
+        f"{config}: criteria.respons_match_score: unknown metric",
+        f"{missing}: file not found",
+    ):
+        assert expected in err
+
+
+# --- the installed console script -------------------------------------------------------------
+
+
+def test_the_installed_assay_script_scores_the_example_and_writes_results(
+    example: Example, tmp_path: Path
+) -> None:
+    out = tmp_path / "results.json"
+    env = {**os.environ, "COLUMNS": "200"}
+    env.pop("FORCE_COLOR", None)
+
+    done = subprocess.run(
+        [ASSAY, "eval", example.evalset, "--traces", example.traces, "--output", out],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "4 passed, 0 failed, 0 not evaluated" in done.stdout
+    assert json.loads(out.read_text(encoding="utf-8"))["eval_set_id"] == "travel_assistant"
+
+
+@pytest.mark.parametrize(
+    ("flag", "expected"), [("--version", "assay, version "), ("-h", "Usage: assay [OPTIONS]")]
+)
+def test_version_and_help_name_the_program_assay_and_exit_0(
+    run_cli: RunCli, flag: str, expected: str
+) -> None:
+    run = run_cli(flag)
+
+    assert run.code == 0
+    assert run.out.startswith(expected)

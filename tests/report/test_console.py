@@ -1,0 +1,250 @@
+"""The console report: tables of scores, thresholds and statuses; user text shown literally."""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Any
+
+from rich.console import Console
+
+from assay.evalset.invocation import Invocation
+from assay.metrics.base import EvalStatus
+from assay.report.console import (
+    detail_table,
+    format_score,
+    print_results,
+    results_table,
+    status_text,
+    summary_line,
+)
+from assay.results.model import (
+    CaseNotes,
+    EvalCaseResult,
+    EvalMetricResult,
+    EvalMetricResultPerInvocation,
+    EvalSetResult,
+    RunSummary,
+    SetNotes,
+)
+
+MARKUP = "[bold]x[/]"
+
+
+def render(*renderables: Any) -> str:
+    console = Console(file=io.StringIO(), width=240, color_system=None, highlight=False)
+    for renderable in renderables:
+        console.print(renderable)
+    output = console.file.getvalue()  # type: ignore[attr-defined]
+    assert isinstance(output, str)
+    return output
+
+
+def has_row(output: str, *cells: str) -> bool:
+    """Whether a table line holds ``cells`` in adjacent columns."""
+    pattern = r"│\s*" + r"\s*│\s*".join(re.escape(cell) for cell in cells) + r"\s*│"
+    return re.search(pattern, output) is not None
+
+
+def invocation(prompt: str, answer: str, tools: list[dict[str, Any]] | None = None) -> Invocation:
+    return Invocation.model_validate(
+        {
+            "user_content": {"role": "user", "parts": [{"text": prompt}]},
+            "final_response": {"role": "model", "parts": [{"text": answer}]},
+            "intermediate_data": {"tool_uses": tools or []},
+        }
+    )
+
+
+def metric(
+    name: str, score: float | None, threshold: float, status: EvalStatus
+) -> EvalMetricResult:
+    return EvalMetricResult(metric_name=name, score=score, threshold=threshold, eval_status=status)
+
+
+def set_result(
+    *cases: EvalCaseResult, path: str | None = "sets/travel.evalset.json"
+) -> EvalSetResult:
+    return EvalSetResult(
+        eval_set_result_id="r1",
+        eval_set_id="travel",
+        eval_case_results=list(cases),
+        assay=SetNotes(version="0", eval_set_path=path),
+    )
+
+
+PASSING = EvalCaseResult(
+    eval_set_id="travel",
+    eval_id="forecast",
+    final_eval_status=EvalStatus.PASSED,
+    overall_eval_metric_results=[
+        metric("tool_trajectory_avg_score", 1.0, 1.0, EvalStatus.PASSED),
+        metric("response_match_score", 0.93921, 0.8, EvalStatus.PASSED),
+    ],
+)
+FAILING = EvalCaseResult(
+    eval_set_id="travel",
+    eval_id="booking",
+    final_eval_status=EvalStatus.FAILED,
+    overall_eval_metric_results=[
+        metric("tool_trajectory_avg_score", 0.5, 1.0, EvalStatus.FAILED),
+        metric("final_response_match_v2", None, 0.7, EvalStatus.NOT_EVALUATED),
+    ],
+    assay=CaseNotes(metric_reasons={"final_response_match_v2": "not implemented yet"}),
+)
+
+
+def test_the_table_shows_each_cases_metrics_with_score_threshold_and_status() -> None:
+    output = render(results_table(set_result(PASSING, FAILING)))
+
+    assert has_row(output, "forecast", "tool_trajectory_avg_score", "1.0000", "1.0000", "PASSED")
+    assert has_row(output, "response_match_score", "0.9392", "0.8000", "PASSED")
+    assert has_row(output, "booking", "tool_trajectory_avg_score", "0.5000", "1.0000", "FAILED")
+    assert has_row(
+        output, "final_response_match_v2", "-", "0.7000", "NOT_EVALUATED", "not implemented yet"
+    )
+    for header in ("Case", "Metric", "Score", "Threshold", "Status", "Note"):
+        assert header in output
+    assert "travel  (sets/travel.evalset.json)" in output
+
+
+def test_each_cases_own_status_is_shown_under_its_id() -> None:
+    output = render(results_table(set_result(PASSING, FAILING)))
+    lines = output.splitlines()
+
+    forecast = next(i for i, line in enumerate(lines) if "│ forecast " in line)
+    booking = next(i for i, line in enumerate(lines) if "│ booking " in line)
+    assert re.match(r"│ PASSED\s+│", lines[forecast + 1])
+    assert re.match(r"│ FAILED\s+│", lines[booking + 1])
+
+
+def test_a_case_without_metric_results_shows_its_reason() -> None:
+    case = EvalCaseResult(
+        eval_id="lonely",
+        final_eval_status=EvalStatus.NOT_EVALUATED,
+        assay=CaseNotes(reason="no trace for this case in t.json"),
+    )
+
+    output = render(results_table(set_result(case)))
+
+    assert has_row(
+        output, "lonely", "-", "-", "-", "NOT_EVALUATED", "no trace for this case in t.json"
+    )
+
+
+def test_a_case_level_reason_no_metric_explains_is_shown_under_the_case() -> None:
+    case = EvalCaseResult(
+        eval_id="short",
+        final_eval_status=EvalStatus.NOT_EVALUATED,
+        overall_eval_metric_results=[metric("reference_free", 1.0, 0.5, EvalStatus.PASSED)],
+        assay=CaseNotes(reason="expected 2 invocations, got 1"),
+    )
+    explained = case.model_copy(
+        update={
+            "assay": CaseNotes(
+                reason="expected 2 invocations, got 1",
+                metric_reasons={"reference_free": "expected 2 invocations, got 1"},
+            )
+        }
+    )
+
+    output = render(results_table(set_result(case)))
+    once = render(results_table(set_result(explained)))
+
+    assert re.search(r"│ expected 2 invocations, got 1\s+│", output)
+    assert once.count("expected 2 invocations, got 1") == 1  # in the Note column only
+
+
+def test_agent_text_with_rich_markup_is_shown_literally_in_the_detail_table() -> None:
+    actual = invocation(
+        f"prompt {MARKUP}", f"answer {MARKUP}", [{"name": "t", "args": {"q": MARKUP}}]
+    )
+    expected = invocation("p", f"expected {MARKUP}", [{"name": "t", "args": {"q": "[/]"}}])
+    case = EvalCaseResult(
+        eval_set_id="travel",
+        eval_id="markup",
+        final_eval_status=EvalStatus.PASSED,
+        overall_eval_metric_results=[metric("response_match_score", 1.0, 0.5, EvalStatus.PASSED)],
+        eval_metric_result_per_invocation=[
+            EvalMetricResultPerInvocation(
+                actual_invocation=actual,
+                expected_invocation=expected,
+                eval_metric_results=[metric("response_match_score", 1.0, 0.5, EvalStatus.PASSED)],
+            )
+        ],
+    )
+
+    output = render(detail_table(case))
+
+    assert f"prompt {MARKUP}" in output
+    assert f"answer {MARKUP}" in output
+    assert f"expected {MARKUP}" in output
+    assert 't({"q": "[bold]x[/]"})' in output
+    assert 't({"q": "[/]"})' in output
+
+
+def test_ids_names_and_reasons_with_rich_markup_are_shown_literally() -> None:
+    case = EvalCaseResult(
+        eval_set_id="set[/]",
+        eval_id=f"case {MARKUP}",
+        final_eval_status=EvalStatus.NOT_EVALUATED,
+        overall_eval_metric_results=[metric(f"m {MARKUP}", None, 0.5, EvalStatus.NOT_EVALUATED)],
+        eval_metric_result_per_invocation=[
+            EvalMetricResultPerInvocation(
+                actual_invocation=invocation("q", "a"),
+                eval_metric_results=[metric(f"m {MARKUP}", None, 0.5, EvalStatus.NOT_EVALUATED)],
+            )
+        ],
+        assay=CaseNotes(metric_reasons={f"m {MARKUP}": f"raised {MARKUP}"}),
+    )
+    result = EvalSetResult(
+        eval_set_result_id="r",
+        eval_set_id="set[/]",
+        eval_case_results=[case],
+        assay=SetNotes(version="0", eval_set_path="[red]p.json"),
+    )
+
+    output = render(results_table(result), detail_table(case))
+
+    assert "set[/]  ([red]p.json)" in output
+    assert "set[/] / case [bold]x[/]" in output
+    assert has_row(output, f"case {MARKUP}", f"m {MARKUP}", "-", "0.5000", "NOT_EVALUATED")
+    assert f"raised {MARKUP}" in output
+    assert re.search(r"┃[^\n]*┃ m \[bold\]x\[/\]\s*┃", output)  # the detail table's column
+
+
+def test_print_results_prints_each_set_then_the_summary_and_details_only_when_asked() -> None:
+    row = EvalMetricResultPerInvocation(
+        actual_invocation=invocation("What's the weather?", "Rain"),
+        eval_metric_results=[metric("response_match_score", 0.93921, 0.8, EvalStatus.PASSED)],
+    )
+    case = PASSING.model_copy(update={"eval_metric_result_per_invocation": [row]})
+    results = [set_result(case), set_result(FAILING).model_copy(update={"eval_set_id": "other"})]
+    summary = RunSummary(passed=1, failed=1)
+
+    def printed(detailed: bool) -> str:
+        console = Console(file=io.StringIO(), width=240, color_system=None, highlight=False)
+        print_results(console, results, summary, detailed=detailed)
+        text = console.file.getvalue()  # type: ignore[attr-defined]
+        assert isinstance(text, str)
+        return text
+
+    plain, detailed = printed(False), printed(True)
+
+    assert plain.rstrip().endswith("1 passed, 1 failed, 0 not evaluated")
+    assert plain.index("travel  (") < plain.index("other  (")
+    assert "travel / forecast" not in plain
+    assert "travel / forecast" in detailed
+    assert "What's the weather?" in detailed
+    assert "travel / booking" not in detailed  # no invocations, no detail table
+
+
+def test_scores_show_four_decimals_and_a_missing_score_a_dash() -> None:
+    assert [format_score(s) for s in (None, 1, 0.93921, 0.0)] == ["-", "1.0000", "0.9392", "0.0000"]
+
+
+def test_status_and_summary_markup_render_as_plain_words() -> None:
+    assert render(status_text(EvalStatus.NOT_EVALUATED)).strip() == "NOT_EVALUATED"
+    assert render(summary_line(RunSummary(passed=4, failed=0, not_evaluated=2))).strip() == (
+        "4 passed, 0 failed, 2 not evaluated"
+    )

@@ -1,0 +1,318 @@
+"""evaluate(): every case of every eval set scored against its trace, in eval-set order."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import pytest
+from _support import Example
+
+from assay._version import __version__
+from assay.config import BaseCriterion, EvalConfig, load_config, parse_config
+from assay.evalset.case import EvalCase
+from assay.evalset.invocation import Invocation
+from assay.evalset.io import LoadedEvalSet, load_eval_set
+from assay.metrics.base import EvalStatus, MetricInfo, MetricResult, PerInvocationResult
+from assay.metrics.registry import MetricRegistry, default_registry
+from assay.results.model import EvalCaseResult, EvalSetResult
+from assay.results.traces import Traces, load_traces
+from assay.runner.evaluate import EvalSetJob, evaluate, evaluate_sync, summarize
+
+CASES = ["forecast_paris", "book_flight_lisbon", "convert_currency", "greeting"]
+
+
+def configured_statuses(result: EvalSetResult, names: Sequence[str]) -> dict[str, Any]:
+    """Per case: final status and (score, status) of the named metrics."""
+    out = {}
+    for case in result.eval_case_results:
+        metrics = {m.metric_name: m for m in case.overall_eval_metric_results}
+        out[case.eval_id] = (
+            case.final_eval_status,
+            {n: (metrics[n].score, metrics[n].eval_status) for n in names},
+        )
+    return out
+
+
+@pytest.fixture
+def loaded(example: Example) -> LoadedEvalSet:
+    return load_eval_set(example.evalset)
+
+
+@pytest.fixture
+def job(loaded: LoadedEvalSet, example: Example) -> EvalSetJob:
+    return EvalSetJob(loaded, load_config(example.config), str(example.config))
+
+
+@pytest.fixture
+def traces(example: Example) -> Traces:
+    return load_traces([example.traces])
+
+
+# --- scoring the example ----------------------------------------------------------------------
+
+
+def test_every_case_of_the_example_passes_with_its_config(job: EvalSetJob, traces: Traces) -> None:
+    [result] = evaluate_sync([job], traces)
+
+    assert [c.eval_id for c in result.eval_case_results] == CASES
+    assert {c.final_eval_status for c in result.eval_case_results} == {EvalStatus.PASSED}
+    book = configured_statuses(result, ["response_match_score"])["book_flight_lisbon"]
+    assert book[1]["response_match_score"][0] == pytest.approx(0.9392, abs=1e-4)
+    assert result.assay is not None
+    assert result.assay.summary.model_dump() == {"passed": 4, "failed": 0, "not_evaluated": 0}
+
+
+def test_a_case_missing_from_the_traces_is_not_evaluated_and_the_others_are_scored(
+    job: EvalSetJob, example: Example
+) -> None:
+    [result] = evaluate_sync([job], load_traces([example.regressed]))
+
+    statuses = configured_statuses(result, ["tool_trajectory_avg_score", "response_match_score"])
+    assert {eval_id: s[0] for eval_id, s in statuses.items()} == {
+        "forecast_paris": EvalStatus.PASSED,
+        "book_flight_lisbon": EvalStatus.FAILED,
+        "convert_currency": EvalStatus.FAILED,
+        "greeting": EvalStatus.NOT_EVALUATED,
+    }
+    greeting = result.eval_case_results[3]
+    assert greeting.assay.reason == f"no trace for this case in {example.regressed}"
+    assert statuses["greeting"][1] == {
+        "tool_trajectory_avg_score": (None, EvalStatus.NOT_EVALUATED),
+        "response_match_score": (None, EvalStatus.NOT_EVALUATED),
+    }
+    assert statuses["book_flight_lisbon"][1]["tool_trajectory_avg_score"] == (
+        0.5,
+        EvalStatus.FAILED,
+    )
+    assert result.assay is not None
+    assert result.assay.summary.model_dump() == {"passed": 1, "failed": 2, "not_evaluated": 1}
+
+
+def test_a_case_whose_trace_has_the_wrong_number_of_invocations_is_not_evaluated(
+    job: EvalSetJob, example: Example
+) -> None:
+    data = json.loads(example.traces.read_text(encoding="utf-8"))
+    traces = load_traces([example.traces])
+    traces.by_case[(None, "book_flight_lisbon")] = [
+        Invocation.model_validate(data["book_flight_lisbon"][0])
+    ]
+
+    [result] = evaluate_sync([job], traces)
+
+    book = result.eval_case_results[1]
+    assert book.final_eval_status is EvalStatus.NOT_EVALUATED
+    assert book.assay.reason == "expected 2 invocations, got 1"
+    assert [c.final_eval_status for c in result.eval_case_results] == [
+        EvalStatus.PASSED,
+        EvalStatus.NOT_EVALUATED,
+        EvalStatus.PASSED,
+        EvalStatus.PASSED,
+    ]
+
+
+def test_an_unimplemented_known_metric_is_not_evaluated_as_not_implemented_yet(
+    loaded: LoadedEvalSet, traces: Traces
+) -> None:
+    config = parse_config({"criteria": {"final_response_match_v2": 0.8}})
+
+    [result] = evaluate_sync([EvalSetJob(loaded, config)], traces)
+
+    for case in result.eval_case_results:
+        [judge] = [
+            m
+            for m in case.overall_eval_metric_results
+            if m.metric_name == "final_response_match_v2"
+        ]
+        assert (judge.score, judge.eval_status, judge.threshold) == (
+            None,
+            EvalStatus.NOT_EVALUATED,
+            0.8,
+        )
+        assert case.assay.metric_reasons["final_response_match_v2"] == "not implemented yet"
+        assert case.final_eval_status is EvalStatus.NOT_EVALUATED
+
+
+def test_without_a_config_a_job_uses_adks_default_criteria(
+    loaded: LoadedEvalSet, traces: Traces
+) -> None:
+    [result] = evaluate_sync([EvalSetJob(loaded)], traces)
+
+    assert result.assay is not None
+    assert result.assay.config_source == "defaults"
+    assert {n: c["threshold"] for n, c in result.assay.criteria.items()} == {
+        "tool_trajectory_avg_score": 1.0,
+        "response_match_score": 0.8,
+    }
+
+
+def test_the_set_result_records_ids_provenance_and_criteria(
+    job: EvalSetJob, traces: Traces, example: Example
+) -> None:
+    [result] = evaluate_sync([job], traces)
+
+    assert result.eval_set_id == "travel_assistant"
+    assert (
+        result.eval_set_result_id
+        == f"travel_assistant_travel_assistant_{result.creation_timestamp}"
+    )
+    assert result.eval_set_result_name == result.eval_set_result_id
+    assert result.assay is not None
+    assert result.assay.version == __version__
+    assert result.assay.eval_set_path == str(example.evalset)
+    assert result.assay.config_source == str(example.config)
+    assert result.assay.criteria["tool_trajectory_avg_score"]["match_type"] == 1
+
+
+def test_one_result_per_eval_set_in_the_order_given(
+    loaded: LoadedEvalSet, traces: Traces, example: Example
+) -> None:
+    first = EvalSetJob(loaded, load_config(example.config))
+    other_set = loaded.eval_set.model_copy(update={"eval_set_id": "other"})
+    second = EvalSetJob(LoadedEvalSet(other_set, path=loaded.path, format="evalset"))
+
+    results = evaluate_sync([first, second], traces)
+
+    assert [r.eval_set_id for r in results] == ["travel_assistant", "other"]
+    assert [len(r.eval_case_results) for r in results] == [4, 4]
+
+
+# --- concurrency and order --------------------------------------------------------------------
+
+
+class Probe:
+    """Records how many cases are scored at once and in which order they finish."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.most = 0
+        self.finished: list[str] = []
+
+
+def slow_registry(probe: Probe, delays: dict[str, float]) -> MetricRegistry:
+    class SlowMetric:
+        info: ClassVar[MetricInfo] = MetricInfo(name="slow", description="sleeps, then passes")
+
+        def __init__(self, criterion: BaseCriterion | None) -> None:
+            self.criterion = criterion
+
+        async def evaluate(
+            self,
+            actual: Sequence[Invocation],
+            expected: Sequence[Invocation] | None,
+            case: EvalCase,
+        ) -> MetricResult:
+            probe.running += 1
+            probe.most = max(probe.most, probe.running)
+            await asyncio.sleep(delays[case.eval_id])
+            probe.running -= 1
+            probe.finished.append(case.eval_id)
+            return MetricResult(
+                "slow",
+                self.criterion,
+                score=1.0,
+                status=EvalStatus.PASSED,
+                per_invocation=[
+                    PerInvocationResult(actual=a, score=1.0, status=EvalStatus.PASSED)
+                    for a in actual
+                ],
+            )
+
+    registry = default_registry()
+    registry.register("slow", SlowMetric)
+    return registry
+
+
+def slow_config() -> EvalConfig:
+    return parse_config(
+        {"criteria": {"slow": 0.5}, "custom_metrics": {"slow": {"code_config": {"name": "m.f"}}}}
+    )
+
+
+def test_results_keep_eval_set_order_when_cases_finish_out_of_order(
+    loaded: LoadedEvalSet, traces: Traces
+) -> None:
+    probe = Probe()
+    delays = {"forecast_paris": 0.12, "book_flight_lisbon": 0.08, "convert_currency": 0.04}
+    delays["greeting"] = 0.0
+    seen: list[str] = []
+
+    [result] = evaluate_sync(
+        [EvalSetJob(loaded, slow_config())],
+        traces,
+        registry=slow_registry(probe, delays),
+        concurrency=4,
+        on_case=lambda job, case: seen.append(case.eval_id),
+    )
+
+    assert probe.finished == list(reversed(CASES))  # they really ran at once
+    assert seen == probe.finished  # on_case reports each case as it finishes
+    assert [c.eval_id for c in result.eval_case_results] == CASES
+    assert probe.most == 4
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_no_more_cases_are_scored_at_once_than_the_concurrency(
+    loaded: LoadedEvalSet, traces: Traces, concurrency: int
+) -> None:
+    probe = Probe()
+
+    [result] = evaluate_sync(
+        [EvalSetJob(loaded, slow_config())],
+        traces,
+        registry=slow_registry(probe, dict.fromkeys(CASES, 0.01)),
+        concurrency=concurrency,
+    )
+
+    assert probe.most == concurrency
+    assert [c.eval_id for c in result.eval_case_results] == CASES
+
+
+def test_a_concurrency_below_one_is_rejected(job: EvalSetJob, traces: Traces) -> None:
+    with pytest.raises(ValueError, match="concurrency must be at least 1"):
+        evaluate_sync([job], traces, concurrency=0)
+
+
+# --- sync facade and summary ------------------------------------------------------------------
+
+
+def comparable(results: Sequence[EvalSetResult]) -> list[dict[str, Any]]:
+    """Results without what differs between two runs: ids and times."""
+    out = []
+    for result in results:
+        data = result.model_dump(mode="json")
+        for key in ("eval_set_result_id", "eval_set_result_name", "creation_timestamp"):
+            data.pop(key)
+        data["assay"].pop("duration_s")
+        for case in data["eval_case_results"]:
+            case["assay"].pop("duration_s")
+        out.append(data)
+    return out
+
+
+def test_evaluate_sync_gives_what_asyncio_run_of_evaluate_gives(
+    job: EvalSetJob, example: Example
+) -> None:
+    traces = load_traces([example.regressed])
+
+    synced = evaluate_sync([job], traces, concurrency=3)
+    awaited = asyncio.run(evaluate([job], traces, concurrency=3))
+
+    assert comparable(synced) == comparable(awaited)
+    assert comparable(synced)[0]["eval_case_results"][3]["final_eval_status"] == 3
+
+
+def test_summarize_counts_passed_failed_and_everything_else_as_not_evaluated() -> None:
+    def case(status: EvalStatus) -> EvalCaseResult:
+        return EvalCaseResult(final_eval_status=status)
+
+    statuses = [EvalStatus.PASSED] * 3 + [EvalStatus.FAILED] * 2 + [EvalStatus.NOT_EVALUATED]
+    summary = summarize([case(s) for s in statuses])
+
+    assert (summary.passed, summary.failed, summary.not_evaluated, summary.total) == (3, 2, 1, 6)
+
+
+def test_evaluating_no_jobs_gives_no_results(traces: Traces) -> None:
+    assert evaluate_sync([], traces) == []

@@ -1,0 +1,357 @@
+"""Scoring one case: ADK's case-status rule, and metrics that fail or cannot score."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import pytest
+
+from assay.config import BaseCriterion, parse_config
+from assay.evalset.case import EvalCase
+from assay.evalset.invocation import Invocation
+from assay.metrics.base import EvalStatus, MetricInfo, MetricResult, PerInvocationResult
+from assay.metrics.registry import default_registry
+from assay.results.model import EvalCaseResult
+from assay.runner.scoring import ConfiguredMetric, case_status, score_case
+
+P, F, N, INFO = (
+    EvalStatus.PASSED,
+    EvalStatus.FAILED,
+    EvalStatus.NOT_EVALUATED,
+    EvalStatus.INFORMATIONAL,
+)
+
+
+def invocation(text: str, tools: Sequence[str] = (), answer: str = "ok") -> dict[str, Any]:
+    return {
+        "user_content": {"role": "user", "parts": [{"text": text}]},
+        "final_response": {"role": "model", "parts": [{"text": answer}]},
+        "intermediate_data": {"tool_uses": [{"name": t, "args": {}} for t in tools]},
+    }
+
+
+def make_case(*turns: dict[str, Any], user_id: str | None = "u-1") -> EvalCase:
+    data: dict[str, Any] = {"eval_id": "case_1", "conversation": list(turns)}
+    if user_id is not None:
+        data["session_input"] = {"app_name": "app", "user_id": user_id}
+    return EvalCase.model_validate(data)
+
+
+def actual_of(case: EvalCase) -> list[Invocation]:
+    assert case.conversation is not None
+    return list(case.conversation)
+
+
+class FixedMetric:
+    """Scores every invocation with ``score`` against the criterion's threshold."""
+
+    info: ClassVar[MetricInfo] = MetricInfo(name="fixed", description="a fixed score")
+
+    def __init__(self, name: str, criterion: BaseCriterion | None, score: float) -> None:
+        self.name, self.criterion, self.score = name, criterion, score
+
+    async def evaluate(
+        self,
+        actual: Sequence[Invocation],
+        expected: Sequence[Invocation] | None,
+        case: EvalCase,
+    ) -> MetricResult:
+        threshold = self.criterion.threshold if self.criterion else 0.0
+        status = P if self.score >= threshold else F
+        return MetricResult(
+            metric_name=self.name,
+            criterion=self.criterion,
+            score=self.score,
+            status=status,
+            per_invocation=[
+                PerInvocationResult(actual=inv, score=self.score, status=status) for inv in actual
+            ],
+        )
+
+
+class RaisingMetric(FixedMetric):
+    async def evaluate(
+        self,
+        actual: Sequence[Invocation],
+        expected: Sequence[Invocation] | None,
+        case: EvalCase,
+    ) -> MetricResult:
+        raise RuntimeError("judge unavailable")
+
+
+class ShortMetric(FixedMetric):
+    """Returns one per-invocation result too few."""
+
+    async def evaluate(
+        self,
+        actual: Sequence[Invocation],
+        expected: Sequence[Invocation] | None,
+        case: EvalCase,
+    ) -> MetricResult:
+        result = await super().evaluate(actual, expected, case)
+        result.per_invocation = result.per_invocation[:-1]
+        return result
+
+
+def configured(name: str, metric_type: type[FixedMetric], score: float = 1.0) -> ConfiguredMetric:
+    criterion = BaseCriterion(threshold=0.5)
+    return ConfiguredMetric(name, criterion, metric_type(name, criterion, score))
+
+
+def builtin(criteria: dict[str, Any]) -> list[ConfiguredMetric]:
+    config = parse_config({"criteria": criteria})
+    registry = default_registry()
+    return [
+        ConfiguredMetric(name, criterion, registry.create(name, criterion))
+        for name, criterion in config.criteria.items()
+    ]
+
+
+def score(
+    case: EvalCase,
+    actual: Sequence[Invocation] | None,
+    metrics: Sequence[ConfiguredMetric],
+    missing_reason: str | None = None,
+) -> EvalCaseResult:
+    return asyncio.run(score_case("set_1", case, actual, metrics, missing_reason))
+
+
+def overall(result: EvalCaseResult) -> dict[str, tuple[float | None, EvalStatus]]:
+    return {m.metric_name: (m.score, m.eval_status) for m in result.overall_eval_metric_results}
+
+
+# --- the case-status rule ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("statuses", "expected"),
+    [
+        ([], N),
+        ([N], N),
+        ([INFO], N),
+        ([N, INFO], N),
+        ([P], P),
+        ([P, N], P),
+        ([N, P, INFO], P),
+        ([F], F),
+        ([P, F], F),
+        ([F, P], F),
+        ([N, F, INFO], F),
+    ],
+)
+def test_any_failed_fails_the_case_else_any_passed_passes_it_else_not_evaluated(
+    statuses: list[EvalStatus], expected: EvalStatus
+) -> None:
+    assert case_status(statuses) is expected
+
+
+def adk_final_status(statuses: Sequence[EvalStatus]) -> EvalStatus:
+    """ADK 2.13.0's LocalEvalService._generate_final_eval_status, transcribed."""
+    final = N
+    for status in statuses:
+        if status == P:
+            final = P
+        elif status in (N, INFO):
+            continue
+        elif status == F:
+            final = F
+            break
+    return final
+
+
+def test_the_case_status_rule_agrees_with_adks_loop_on_every_sequence_of_up_to_four() -> None:
+    for length in range(5):
+        for statuses in itertools.product([P, F, N, INFO], repeat=length):
+            assert case_status(statuses) is adk_final_status(statuses), statuses
+
+
+# --- metrics that raise or misbehave ----------------------------------------------------------
+
+
+def test_a_metric_that_raises_is_not_evaluated_with_the_exception_and_others_still_score() -> None:
+    case = make_case(invocation("a"), invocation("b"))
+    metrics = [configured("first", FixedMetric), configured("broken", RaisingMetric)]
+    metrics.append(configured("last", FixedMetric, score=0.75))
+
+    result = score(case, actual_of(case), metrics)
+
+    assert overall(result) == {"first": (1.0, P), "broken": (None, N), "last": (0.75, P)}
+    assert result.assay.metric_reasons == {
+        "broken": "metric raised RuntimeError: judge unavailable"
+    }
+    assert result.final_eval_status is P
+    for row in result.eval_metric_result_per_invocation:
+        assert [(m.metric_name, m.eval_status) for m in row.eval_metric_results] == [
+            ("first", P),
+            ("broken", N),
+            ("last", P),
+        ]
+
+
+def test_a_case_whose_only_scoring_metric_raises_is_not_evaluated() -> None:
+    case = make_case(invocation("a"))
+
+    result = score(case, actual_of(case), [configured("broken", RaisingMetric)])
+
+    assert result.final_eval_status is N
+
+
+def test_a_metric_returning_the_wrong_number_of_per_invocation_results_is_not_evaluated() -> None:
+    case = make_case(invocation("a"), invocation("b"))
+
+    result = score(case, actual_of(case), [configured("short", ShortMetric)])
+
+    assert overall(result) == {"short": (None, N)}
+    assert result.assay.metric_reasons == {
+        "short": "metric returned 1 per-invocation results for 2 invocations"
+    }
+    assert all(
+        row.eval_metric_results[0].eval_status is N
+        for row in result.eval_metric_result_per_invocation
+    )
+
+
+def test_a_failing_metric_fails_the_case_even_when_another_passes() -> None:
+    case = make_case(invocation("a"))
+    metrics = [configured("good", FixedMetric, 0.9), configured("bad", FixedMetric, 0.1)]
+
+    result = score(case, actual_of(case), metrics)
+
+    assert overall(result) == {"good": (0.9, P), "bad": (0.1, F)}
+    assert result.final_eval_status is F
+    assert result.assay.metric_reasons == {}
+
+
+# --- cases that cannot be scored --------------------------------------------------------------
+
+
+def test_an_invocation_count_mismatch_is_not_evaluated_with_the_counts_in_the_reason() -> None:
+    case = make_case(invocation("a", ["t1"]), invocation("b", ["t2"]))
+    actual = actual_of(case)[:1]
+    metrics = builtin({"tool_trajectory_avg_score": 1.0, "response_match_score": 0.5})
+
+    result = score(case, actual, metrics)
+
+    reason = "expected 2 invocations, got 1"
+    assert result.final_eval_status is N
+    assert result.assay.reason == reason
+    assert result.assay.metric_reasons == {
+        "tool_trajectory_avg_score": reason,
+        "response_match_score": reason,
+    }
+    assert overall(result) == {
+        "tool_trajectory_avg_score": (None, N),
+        "response_match_score": (None, N),
+    }
+    [row] = result.eval_metric_result_per_invocation  # the actual invocation is kept
+    assert row.actual_invocation == actual[0]
+    assert row.expected_invocation is None
+    assert {m.eval_status for m in row.eval_metric_results} == {N}
+
+
+def test_a_count_mismatch_cannot_pass_even_if_a_reference_free_metric_passes() -> None:
+    case = make_case(invocation("a"), invocation("b"))
+    metrics = [configured("reference_free", FixedMetric)]
+    metrics += builtin({"response_match_score": 0.5})
+
+    result = score(case, actual_of(case)[:1], metrics)
+
+    assert overall(result) == {"reference_free": (1.0, P), "response_match_score": (None, N)}
+    assert result.final_eval_status is N
+    assert result.assay.reason == "expected 2 invocations, got 1"
+
+
+def test_more_actual_than_expected_invocations_is_also_a_count_mismatch() -> None:
+    case = make_case(invocation("a"))
+    actual = actual_of(case) * 3
+
+    result = score(case, actual, builtin({"response_match_score": 0.5}))
+
+    assert result.final_eval_status is N
+    assert result.assay.metric_reasons == {"response_match_score": "expected 1 invocations, got 3"}
+    assert len(result.eval_metric_result_per_invocation) == 3
+
+
+def test_a_case_with_no_actual_invocations_is_not_evaluated_for_the_reason_given() -> None:
+    case = make_case(invocation("a"))
+    metrics = builtin({"tool_trajectory_avg_score": 1.0, "response_match_score": 0.5})
+
+    result = score(case, None, metrics, "no trace for this case in traces.json")
+
+    assert result.final_eval_status is N
+    assert result.assay.reason == "no trace for this case in traces.json"
+    assert overall(result) == {
+        "tool_trajectory_avg_score": (None, N),
+        "response_match_score": (None, N),
+    }
+    assert set(result.assay.metric_reasons.values()) == {"no trace for this case in traces.json"}
+    assert result.eval_metric_result_per_invocation == []
+    assert [m.threshold for m in result.overall_eval_metric_results] == [1.0, 0.5]
+
+
+def test_an_unimplemented_known_metric_is_not_evaluated_as_not_implemented_yet() -> None:
+    case = make_case(invocation("a", answer="hello there"))
+    metrics = builtin({"final_response_match_v2": 0.8, "response_match_score": 0.5})
+
+    result = score(case, actual_of(case), metrics)
+
+    assert overall(result) == {
+        "final_response_match_v2": (None, N),
+        "response_match_score": (1.0, P),
+    }
+    assert result.assay.metric_reasons == {"final_response_match_v2": "not implemented yet"}
+    assert result.final_eval_status is P
+
+
+# --- what a scored case records ---------------------------------------------------------------
+
+
+def test_a_scored_case_records_criteria_thresholds_and_paired_invocations() -> None:
+    case = make_case(invocation("a", ["t1"], "x y"), invocation("b", ["t2"], "z"))
+    actual = [
+        Invocation.model_validate(invocation("a", ["t1"], "x y")),
+        Invocation.model_validate(invocation("b", ["t3"], "z")),
+    ]
+    metrics = builtin({"tool_trajectory_avg_score": {"threshold": 0.5, "match_type": "ANY_ORDER"}})
+
+    result = score(case, actual, metrics)
+
+    [metric] = result.overall_eval_metric_results
+    assert (metric.score, metric.eval_status, metric.threshold) == (0.5, P, 0.5)
+    assert metric.criterion is not None
+    assert metric.criterion["match_type"] == 2
+    per_invocation = [
+        (row.eval_metric_results[0].score, row.eval_metric_results[0].eval_status)
+        for row in result.eval_metric_result_per_invocation
+    ]
+    assert per_invocation == [(1.0, P), (0.0, F)]
+    assert [row.expected_invocation for row in result.eval_metric_result_per_invocation] == (
+        actual_of(case)
+    )
+    assert (result.eval_set_id, result.eval_set_file, result.eval_id) == (
+        "set_1",
+        "set_1",
+        "case_1",
+    )
+
+
+@pytest.mark.parametrize(("user_id", "expected"), [("u-9", "u-9"), (None, "test_user_id")])
+def test_the_user_id_comes_from_session_input_else_adks_default(
+    user_id: str | None, expected: str
+) -> None:
+    case = make_case(invocation("a"), user_id=user_id)
+
+    assert score(case, actual_of(case), []).user_id == expected
+    assert score(case, None, []).user_id == expected
+
+
+def test_a_case_with_no_metrics_is_not_evaluated() -> None:
+    case = make_case(invocation("a"))
+
+    result = score(case, actual_of(case), [])
+
+    assert result.final_eval_status is N
+    assert result.overall_eval_metric_results == []
