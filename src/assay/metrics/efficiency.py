@@ -77,6 +77,36 @@ def _count_result(
     )
 
 
+def _breakdown_result(
+    name: str,
+    actual: Sequence[Invocation],
+    per_invocation_details: Sequence[dict[str, float | None]],
+    overall: dict[str, float | None] | None,
+    details_key: str,
+    score_key: str,
+) -> MetricResult:
+    """Per-invocation breakdowns (score = their total) and the averaged overall breakdown."""
+    per_invocation = [
+        PerInvocationResult(
+            actual=inv,
+            score=details[score_key],
+            status=_INFORMATIONAL,
+            details={details_key: details},
+        )
+        for inv, details in zip(actual, per_invocation_details, strict=True)
+    ]
+    if overall is None:
+        return MetricResult(name, None, status=_INFORMATIONAL)
+    return MetricResult(
+        metric_name=name,
+        criterion=None,
+        score=overall[score_key],
+        status=_INFORMATIONAL,
+        per_invocation=per_invocation,
+        details={details_key: overall},
+    )
+
+
 # --------------------------------------------------------------------------- counts
 
 
@@ -268,27 +298,13 @@ class TokenUsageMetric:
     ) -> MetricResult:
         """Sum each invocation's tokens; average every count over all invocations."""
         all_totals = [_token_totals(inv) for inv in actual]
-        per_invocation = []
-        for inv, totals in zip(actual, all_totals, strict=True):
-            details = _floats(totals)
-            per_invocation.append(
-                PerInvocationResult(
-                    actual=inv,
-                    score=details["total_tokens"],
-                    status=_INFORMATIONAL,
-                    details={"token_usage_details": details},
-                )
-            )
-        if not per_invocation:
-            return MetricResult(self.info.name, None, status=_INFORMATIONAL)
-        overall = average_token_usage(all_totals)
-        return MetricResult(
-            metric_name=self.info.name,
-            criterion=None,
-            score=overall["total_tokens"],
-            status=_INFORMATIONAL,
-            per_invocation=per_invocation,
-            details={"token_usage_details": overall},
+        return _breakdown_result(
+            self.info.name,
+            actual,
+            [_floats(totals) for totals in all_totals],
+            average_token_usage(all_totals) if actual else None,
+            "token_usage_details",
+            "total_tokens",
         )
 
 
@@ -351,25 +367,13 @@ class InvocationDurationMetric:
     ) -> MetricResult:
         """Each invocation's duration; parts averaged over the timed invocations."""
         all_details = [duration_details(inv) for inv in actual]
-        per_invocation = [
-            PerInvocationResult(
-                actual=inv,
-                score=details["total_seconds"],
-                status=_INFORMATIONAL,
-                details={"duration_details": details},
-            )
-            for inv, details in zip(actual, all_details, strict=True)
-        ]
-        if not per_invocation:
-            return MetricResult(self.info.name, None, status=_INFORMATIONAL)
-        overall = average_duration(all_details)
-        return MetricResult(
-            metric_name=self.info.name,
-            criterion=None,
-            score=overall["total_seconds"],
-            status=_INFORMATIONAL,
-            per_invocation=per_invocation,
-            details={"duration_details": overall},
+        return _breakdown_result(
+            self.info.name,
+            actual,
+            all_details,
+            average_duration(all_details) if actual else None,
+            "duration_details",
+            "total_seconds",
         )
 
 
