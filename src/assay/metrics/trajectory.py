@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from assay.config import MatchType, ToolTrajectoryCriterion
 from assay.evalset.case import EvalCase
-from assay.evalset.content import FunctionCall
+from assay.evalset.content import FunctionCall, JsonObject
 from assay.evalset.invocation import Invocation
 from assay.metrics.base import (
     MetricInfo,
@@ -31,52 +31,71 @@ from assay.metrics.base import (
     status_for,
 )
 
+# A call as the matchers compare it: ``(name, args)``, or the name alone when args are ignored.
+# Comparing tuples and lists compares their items with ``==`` (actual on the left), exactly as
+# ADK's ``actual.name == expected.name and actual.args == expected.args`` does, but in C.
+_Key = tuple[str | None, JsonObject | None] | str | None
 
-def _same_call(actual: FunctionCall, expected: FunctionCall, ignore_args: bool) -> bool:
-    return actual.name == expected.name and (ignore_args or actual.args == expected.args)
+
+def _keys(calls: Sequence[FunctionCall], ignore_args: bool) -> list[_Key]:
+    if ignore_args:
+        return [call.name for call in calls]
+    return [(call.name, call.args) for call in calls]
+
+
+def _exact(actual: list[_Key], expected: list[_Key]) -> bool:
+    return actual == expected
+
+
+def _in_order(actual: list[_Key], expected: list[_Key]) -> bool:
+    if not expected:
+        return True
+    position, last = 0, len(expected)
+    wanted = expected[0]
+    for key in actual:
+        if key == wanted:
+            position += 1
+            if position == last:
+                return True
+            wanted = expected[position]
+    return False
+
+
+def _any_order(actual: list[_Key], expected: list[_Key]) -> bool:
+    remaining = list(actual)
+    for key in expected:
+        try:
+            remaining.remove(key)  # the first equal one, as ADK pops it
+        except ValueError:
+            return False
+    return True
 
 
 def exact_match(
     actual: Sequence[FunctionCall], expected: Sequence[FunctionCall], ignore_args: bool = False
 ) -> bool:
     """The same calls in the same order, and no others."""
-    return len(actual) == len(expected) and all(
-        _same_call(a, e, ignore_args) for a, e in zip(actual, expected, strict=True)
-    )
+    return _exact(_keys(actual, ignore_args), _keys(expected, ignore_args))
 
 
 def in_order_match(
     actual: Sequence[FunctionCall], expected: Sequence[FunctionCall], ignore_args: bool = False
 ) -> bool:
     """Every expected call, in order, with any others between (a greedy subsequence scan)."""
-    position = 0
-    for call in actual:
-        if position == len(expected):
-            break
-        if _same_call(call, expected[position], ignore_args):
-            position += 1
-    return position == len(expected)
+    return _in_order(_keys(actual, ignore_args), _keys(expected, ignore_args))
 
 
 def any_order_match(
     actual: Sequence[FunctionCall], expected: Sequence[FunctionCall], ignore_args: bool = False
 ) -> bool:
     """Every expected call somewhere, each actual call used for at most one expected call."""
-    remaining = list(actual)
-    for wanted in expected:
-        index = next(
-            (i for i, call in enumerate(remaining) if _same_call(call, wanted, ignore_args)), None
-        )
-        if index is None:
-            return False
-        del remaining[index]
-    return True
+    return _any_order(_keys(actual, ignore_args), _keys(expected, ignore_args))
 
 
 _MATCHERS = {
-    MatchType.EXACT: exact_match,
-    MatchType.IN_ORDER: in_order_match,
-    MatchType.ANY_ORDER: any_order_match,
+    MatchType.EXACT: _exact,
+    MatchType.IN_ORDER: _in_order,
+    MatchType.ANY_ORDER: _any_order,
 }
 
 
@@ -98,8 +117,9 @@ class ToolTrajectoryMetric:
 
     def score_invocation(self, actual: Invocation, expected: Invocation) -> float:
         """1.0 when this invocation's tool calls match, else 0.0."""
+        ignore_args = self.criterion.ignore_args
         matched = self._match(
-            actual.tool_calls(), expected.tool_calls(), self.criterion.ignore_args
+            _keys(actual.tool_calls(), ignore_args), _keys(expected.tool_calls(), ignore_args)
         )
         return 1.0 if matched else 0.0
 
@@ -114,9 +134,10 @@ class ToolTrajectoryMetric:
         if reason is not None or expected is None:
             return not_evaluated(self.info.name, self.criterion, actual, reason or "", expected)
         threshold = self.criterion.threshold
+        score_invocation = self.score_invocation
         per_invocation = []
         for act, exp in zip(actual, expected, strict=True):
-            score = self.score_invocation(act, exp)
+            score = score_invocation(act, exp)
             per_invocation.append(
                 PerInvocationResult(act, exp, score, status_for(score, threshold))
             )
