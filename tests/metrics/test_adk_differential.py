@@ -43,9 +43,7 @@ from assay.metrics import EvalStatus, MetricResult, ResponseMatchMetric, ToolTra
 
 SEED = 20_130
 CASES_PER_CRITERION = 2_500
-FIXTURES = Path("/work/shared/fixtures/adk-evalsets")
-if not FIXTURES.is_dir():  # the same files, vendored into the repository
-    FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "adk"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "adk"  # ADK's files, vendored
 
 Json = Any
 _OMIT = object()  # a key left out of the JSON object altogether

@@ -1,6 +1,6 @@
 """``tool_trajectory_avg_score``: the ADK 2.13.0 behaviours pinned with concrete values.
 
-See ``/work/shared/research/adk-2.13-deterministic.md``; ``test_adk_differential.py`` checks the
+See the team research note ``adk-2.13-deterministic.md``; ``test_adk_differential.py`` checks the
 same behaviours (and many more cases) against ADK itself.
 """
 
