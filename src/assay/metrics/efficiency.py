@@ -59,6 +59,16 @@ def _reject_criterion(name: str, criterion: BaseCriterion | None) -> None:
         )
 
 
+class _InformationalMetric:
+    """Built without a criterion: as in ADK, configuring a threshold for one is an error."""
+
+    info: ClassVar[MetricInfo]
+
+    def __init__(self, criterion: BaseCriterion | None = None) -> None:
+        _reject_criterion(self.info.name, criterion)
+        self.criterion = criterion
+
+
 def _count_result(
     name: str, actual: Sequence[Invocation], values: Sequence[float | None]
 ) -> MetricResult:
@@ -129,7 +139,7 @@ def inference_call_count(invocation: Invocation) -> float | None:
     )
 
 
-class ToolCallCountMetric:
+class ToolCallCountMetric(_InformationalMetric):
     """``tool_call_count_v1``: tool calls per invocation (informational)."""
 
     info: ClassVar[MetricInfo] = MetricInfo(
@@ -138,10 +148,6 @@ class ToolCallCountMetric:
         max_value=math.inf,
         informational=True,
     )
-
-    def __init__(self, criterion: BaseCriterion | None = None) -> None:
-        _reject_criterion(self.info.name, criterion)
-        self.criterion = criterion
 
     async def evaluate(
         self,
@@ -153,7 +159,7 @@ class ToolCallCountMetric:
         return _count_result(self.info.name, actual, [tool_call_count(inv) for inv in actual])
 
 
-class InferenceCallCountMetric:
+class InferenceCallCountMetric(_InformationalMetric):
     """``inference_call_count_v1``: model calls per invocation (informational)."""
 
     info: ClassVar[MetricInfo] = MetricInfo(
@@ -165,10 +171,6 @@ class InferenceCallCountMetric:
         max_value=math.inf,
         informational=True,
     )
-
-    def __init__(self, criterion: BaseCriterion | None = None) -> None:
-        _reject_criterion(self.info.name, criterion)
-        self.criterion = criterion
 
     async def evaluate(
         self,
@@ -273,7 +275,7 @@ def average_token_usage(all_totals: Sequence[Mapping[str, int | None]]) -> dict[
     return averaged
 
 
-class TokenUsageMetric:
+class TokenUsageMetric(_InformationalMetric):
     """``token_usage_v1``: tokens per invocation, with a per-type breakdown (informational)."""
 
     info: ClassVar[MetricInfo] = MetricInfo(
@@ -285,10 +287,6 @@ class TokenUsageMetric:
         max_value=math.inf,
         informational=True,
     )
-
-    def __init__(self, criterion: BaseCriterion | None = None) -> None:
-        _reject_criterion(self.info.name, criterion)
-        self.criterion = criterion
 
     async def evaluate(
         self,
@@ -342,7 +340,7 @@ def average_duration(all_details: Sequence[Mapping[str, float | None]]) -> dict[
     return averaged
 
 
-class InvocationDurationMetric:
+class InvocationDurationMetric(_InformationalMetric):
     """``invocation_duration_v1``: seconds per invocation, split model/tool/framework."""
 
     info: ClassVar[MetricInfo] = MetricInfo(
@@ -354,10 +352,6 @@ class InvocationDurationMetric:
         max_value=math.inf,
         informational=True,
     )
-
-    def __init__(self, criterion: BaseCriterion | None = None) -> None:
-        _reject_criterion(self.info.name, criterion)
-        self.criterion = criterion
 
     async def evaluate(
         self,
