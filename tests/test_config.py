@@ -13,8 +13,18 @@ from google.adk.evaluation.evaluator import Evaluator as AdkEvaluator
 from google.adk.evaluation.final_response_match_v1 import RougeEvaluator
 from google.adk.evaluation.final_response_match_v2 import FinalResponseMatchV2Evaluator
 from google.adk.evaluation.hallucinations_v1 import HallucinationsV1Evaluator
+from google.adk.evaluation.multi_turn_task_success_evaluator import MultiTurnTaskSuccessV1Evaluator
+from google.adk.evaluation.multi_turn_tool_use_quality_evaluator import (
+    MultiTurnToolUseQualityV1Evaluator,
+)
+from google.adk.evaluation.multi_turn_trajectory_quality_evaluator import (
+    MultiTurnTrajectoryQualityV1Evaluator,
+)
 from google.adk.evaluation.rubric_based_final_response_quality_v1 import (
     RubricBasedFinalResponseQualityV1Evaluator,
+)
+from google.adk.evaluation.rubric_based_multi_turn_trajectory_evaluator import (
+    RubricBasedMultiTurnTrajectoryEvaluator,
 )
 from google.adk.evaluation.rubric_based_tool_use_quality_v1 import RubricBasedToolUseV1Evaluator
 from google.adk.evaluation.simulation.per_turn_user_simulator_quality_v1 import (
@@ -56,6 +66,12 @@ ADK_CRITERION_TYPES: dict[str, type[adk_metrics.BaseCriterion]] = {
     "rubric_based_tool_use_quality_v1": RubricBasedToolUseV1Evaluator.criterion_type,
     "hallucinations_v1": HallucinationsV1Evaluator.criterion_type,
     "per_turn_user_simulator_quality_v1": PerTurnUserSimulatorQualityV1.criterion_type,
+    "multi_turn_task_success_v1": MultiTurnTaskSuccessV1Evaluator.criterion_type,
+    "multi_turn_trajectory_quality_v1": MultiTurnTrajectoryQualityV1Evaluator.criterion_type,
+    "multi_turn_tool_use_quality_v1": MultiTurnToolUseQualityV1Evaluator.criterion_type,
+    "rubric_based_multi_turn_trajectory_quality_v1": (
+        RubricBasedMultiTurnTrajectoryEvaluator.criterion_type
+    ),
 }
 
 JUDGE = {
@@ -183,10 +199,12 @@ def test_each_known_metric_is_validated_by_the_criterion_model_adks_evaluator_us
     assert set(model.model_fields) == set(adk_type.model_fields)
 
 
-def test_the_known_metrics_are_adks_single_turn_prebuilt_metrics() -> None:
+def test_the_known_metrics_are_adks_prebuilt_metrics_less_the_informational_ones() -> None:
     assert set(CRITERION_TYPES) == set(ADK_CRITERION_TYPES)
     prebuilt = {metric.value for metric in adk_metrics.PrebuiltMetrics}
-    assert set(CRITERION_TYPES) <= prebuilt
+    assert set(CRITERION_TYPES) == prebuilt - set(INFORMATIONAL_METRICS)
+    for name, model in CRITERION_TYPES.items():
+        assert model.__name__ == ADK_CRITERION_TYPES[name].__name__, name
     assert set(INFORMATIONAL_METRICS) == set(adk_eval_config._DEFAULT_EFFICIENCY_METRICS)
 
 

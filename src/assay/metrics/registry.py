@@ -61,7 +61,11 @@ class MetricRegistry:
         """The metric for ``name`` built from its criterion, or an :class:`UnavailableMetric`."""
         factory = self._factories.get(name)
         if factory is None:
-            reason = "not implemented yet" if name in CRITERION_TYPES else "unknown metric"
+            reason = (
+                "not implemented yet"
+                if name in CRITERION_TYPES
+                else "custom metrics (custom_metrics in the config) are not implemented yet"
+            )
             return UnavailableMetric(name, criterion, reason)
         return factory(criterion)
 

@@ -1,0 +1,66 @@
+"""The metric registry: built-ins, duplicates, and metrics that cannot run yet."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from assay.config import BaseCriterion, parse_config
+from assay.evalset import Content, EvalCase, Invocation
+from assay.metrics import EvalStatus, MetricRegistry, default_registry
+from assay.metrics.trajectory import ToolTrajectoryMetric
+
+
+def _case() -> EvalCase:
+    turn = Invocation(user_content=Content.from_text("hi", role="user"))
+    return EvalCase(eval_id="c", conversation=[turn])
+
+
+def test_registering_a_name_twice_is_an_error_unless_overridden() -> None:
+    registry = default_registry()
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register("tool_trajectory_avg_score", lambda c: ToolTrajectoryMetric(c))
+    registry.register("tool_trajectory_avg_score", lambda c: ToolTrajectoryMetric(c), override=True)
+
+
+def test_registries_do_not_share_state() -> None:
+    first, second = MetricRegistry(), MetricRegistry()
+    first.register("x", lambda c: ToolTrajectoryMetric(c))
+    assert second.names() == []
+
+
+def test_default_registry_holds_the_deterministic_and_efficiency_metrics() -> None:
+    assert default_registry().names() == [
+        "tool_trajectory_avg_score",
+        "response_match_score",
+        "tool_call_count_v1",
+        "inference_call_count_v1",
+        "token_usage_v1",
+        "invocation_duration_v1",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("final_response_match_v2", "not implemented yet"),
+        ("multi_turn_task_success_v1", "not implemented yet"),
+        ("my_metric", "custom metrics (custom_metrics in the config) are not implemented yet"),
+    ],
+)
+def test_a_metric_that_cannot_run_is_not_evaluated_with_its_reason(name: str, reason: str) -> None:
+    config = parse_config(
+        {
+            "criteria": {name: 0.5},
+            "custom_metrics": {"my_metric": {"code_config": {"name": "pkg.mod.fn"}}},
+        }
+    )
+    case = _case()
+    metric = default_registry().create(name, config.criteria[name])
+    result = asyncio.run(metric.evaluate(case.conversation or [], case.conversation, case))
+    assert result.status is EvalStatus.NOT_EVALUATED
+    assert result.reason == reason
+    assert result.score is None
+    assert len(result.per_invocation) == 1
+    assert isinstance(result.criterion, BaseCriterion) and result.criterion.threshold == 0.5
