@@ -13,13 +13,6 @@ from google.adk.evaluation.evaluator import Evaluator as AdkEvaluator
 from google.adk.evaluation.final_response_match_v1 import RougeEvaluator
 from google.adk.evaluation.final_response_match_v2 import FinalResponseMatchV2Evaluator
 from google.adk.evaluation.hallucinations_v1 import HallucinationsV1Evaluator
-from google.adk.evaluation.multi_turn_task_success_evaluator import MultiTurnTaskSuccessV1Evaluator
-from google.adk.evaluation.multi_turn_tool_use_quality_evaluator import (
-    MultiTurnToolUseQualityV1Evaluator,
-)
-from google.adk.evaluation.multi_turn_trajectory_quality_evaluator import (
-    MultiTurnTrajectoryQualityV1Evaluator,
-)
 from google.adk.evaluation.rubric_based_final_response_quality_v1 import (
     RubricBasedFinalResponseQualityV1Evaluator,
 )
@@ -66,9 +59,11 @@ ADK_CRITERION_TYPES: dict[str, type[adk_metrics.BaseCriterion]] = {
     "rubric_based_tool_use_quality_v1": RubricBasedToolUseV1Evaluator.criterion_type,
     "hallucinations_v1": HallucinationsV1Evaluator.criterion_type,
     "per_turn_user_simulator_quality_v1": PerTurnUserSimulatorQualityV1.criterion_type,
-    "multi_turn_task_success_v1": MultiTurnTaskSuccessV1Evaluator.criterion_type,
-    "multi_turn_trajectory_quality_v1": MultiTurnTrajectoryQualityV1Evaluator.criterion_type,
-    "multi_turn_tool_use_quality_v1": MultiTurnToolUseQualityV1Evaluator.criterion_type,
+    # The three Vertex-backed multi-turn evaluators need ADK's [eval] extra (pandas) to import;
+    # none of them overrides Evaluator.criterion_type, so theirs is the base criterion.
+    "multi_turn_task_success_v1": AdkEvaluator.criterion_type,
+    "multi_turn_trajectory_quality_v1": AdkEvaluator.criterion_type,
+    "multi_turn_tool_use_quality_v1": AdkEvaluator.criterion_type,
     "rubric_based_multi_turn_trajectory_quality_v1": (
         RubricBasedMultiTurnTrajectoryEvaluator.criterion_type
     ),
