@@ -18,6 +18,7 @@ from assay.config import BaseCriterion
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
 from assay.evalset.rubric import RubricScore
+from assay.metrics.notes import MetricNotes
 
 
 class EvalStatus(enum.IntEnum):
@@ -72,6 +73,7 @@ class MetricResult:
     reason: str | None = None
     rubric_scores: list[RubricScore] | None = None
     details: dict[str, Any] | None = None
+    notes: MetricNotes | None = None
 
     @property
     def threshold(self) -> float | None:

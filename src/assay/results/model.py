@@ -16,6 +16,7 @@ from assay.evalset._base import AssayModel
 from assay.evalset.invocation import Invocation
 from assay.evalset.rubric import RubricScore
 from assay.metrics.base import EvalStatus
+from assay.metrics.notes import MetricNotes
 
 
 class EvalMetricResultDetails(AssayModel):
@@ -52,6 +53,7 @@ class CaseNotes(AssayModel):
     reason: str | None = None
     metric_reasons: dict[str, str] = Field(default_factory=dict)
     duration_s: float = 0.0
+    metrics: dict[str, MetricNotes] = Field(default_factory=dict)
 
 
 class EvalCaseResult(AssayModel):

@@ -1,0 +1,1 @@
+"""LLM backends, one module each; chosen by model string in ``assay.llm.registry``."""

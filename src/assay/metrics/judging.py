@@ -1,0 +1,128 @@
+"""The steps every LLM-judged metric shares: ask the judge ``num_samples`` times, keep each
+sample's verdict (or why there is none), and vote.
+
+Samples of one invocation run concurrently (the client's ``--judge-concurrency`` bounds the whole
+run; a criterion's ``parallelism_limit``, when the config sets it, bounds one invocation). A call
+that finally fails is recorded with its error, and, as in ADK 2.13, makes that invocation
+NOT_EVALUATED. A text that cannot be parsed is a sample without a score, with the raw text kept; it
+never becomes a score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from assay.config import LlmAsAJudgeCriterion
+from assay.llm.base import LlmError, LlmRequest, TokenUsage
+from assay.llm.judge import Judge
+from assay.metrics.notes import JudgeSample
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Parsed(Generic[T]):
+    """What a parser made of one judge text: a value, or the reason it found none."""
+
+    value: T | None
+    reason: str | None = None
+
+
+@dataclass
+class SampleOutcome(Generic[T]):
+    """One sample: the parsed value (None if the call failed or the text did not parse) and its
+    record for the notes."""
+
+    value: T | None
+    note: JudgeSample
+    usage: TokenUsage
+
+
+def sample_limit(criterion: LlmAsAJudgeCriterion) -> int | None:
+    """The per-invocation concurrency cap: ``parallelism_limit`` when the config sets it."""
+    options = criterion.judge_model_options
+    if "judge_model_options" in criterion.model_fields_set and (
+        "parallelism_limit" in options.model_fields_set
+    ):
+        return options.parallelism_limit
+    return None
+
+
+async def ask_samples(
+    judge: Judge,
+    request: LlmRequest,
+    *,
+    num_samples: int,
+    case_id: str,
+    parse: Callable[[str], Parsed[T]],
+    limit: int | None = None,
+) -> list[SampleOutcome[T]]:
+    """Ask ``num_samples`` times concurrently; outcomes come back in sample order."""
+    semaphore = asyncio.Semaphore(limit) if limit else None
+
+    async def one(index: int) -> SampleOutcome[T]:
+        if semaphore is None:
+            return await _one_sample(judge, request, index, case_id, parse)
+        async with semaphore:
+            return await _one_sample(judge, request, index, case_id, parse)
+
+    return list(await asyncio.gather(*(one(i) for i in range(num_samples))))
+
+
+async def _one_sample(
+    judge: Judge,
+    request: LlmRequest,
+    index: int,
+    case_id: str,
+    parse: Callable[[str], Parsed[T]],
+) -> SampleOutcome[T]:
+    try:
+        response = await judge.ask(request, sample=index, case_id=case_id)
+    except LlmError as exc:
+        return SampleOutcome(None, JudgeSample(sample=index, error=str(exc)), TokenUsage())
+    parsed = parse(response.text)
+    note = JudgeSample(
+        sample=index,
+        text=response.text,
+        reason=parsed.reason if parsed.value is None else None,
+        cached=response.cached,
+    )
+    return SampleOutcome(parsed.value, note, response.usage)
+
+
+async def gather_in_order(calls: Sequence[Awaitable[T]]) -> list[T]:
+    """Run awaitables concurrently; results in input order."""
+    return list(await asyncio.gather(*calls))
+
+
+def call_failure(outcomes: Sequence[SampleOutcome[T]]) -> str | None:
+    """The first failed call's error, if any sample's call failed (ADK: the invocation is then
+    NOT_EVALUATED)."""
+    for outcome in outcomes:
+        if outcome.note.error is not None:
+            return f"judge call failed (sample {outcome.note.sample}): {outcome.note.error}"
+    return None
+
+
+def majority_index(scores: Sequence[float | None]) -> int:
+    """ADK's vote over sample scores: the first 1.0 sample if 1.0s outnumber 0.0s, else the first
+    0.0 sample (a tie counts as 0.0); with neither, the first sample. Scores other than 1.0 count
+    as negative; None is ignored."""
+    positive = [i for i, s in enumerate(scores) if s is not None and s == 1.0]
+    negative = [i for i, s in enumerate(scores) if s is not None and s != 1.0]
+    if not positive and not negative:
+        return 0
+    if len(positive) > len(negative):
+        return positive[0]
+    return negative[0]
+
+
+def total_usage(outcomes: Sequence[SampleOutcome[T]]) -> TokenUsage:
+    """The usage of a list of samples."""
+    out = TokenUsage()
+    for outcome in outcomes:
+        out = out + outcome.usage
+    return out
