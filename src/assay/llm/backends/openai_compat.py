@@ -1,0 +1,361 @@
+"""Any server that speaks OpenAI's chat-completions API: OpenAI itself, Ollama, llama.cpp's
+server, vLLM, LM Studio, a corporate gateway.
+
+``openai:<model>`` and ``ollama:<model>`` name this backend; the server is sent ``<model>``. One
+request is one ``POST {base_url}/chat/completions``. A structured-output request carries
+``response_format`` with the JSON schema; a server that answers 400 to it is asked again at once
+without it, and is not offered it again (the judges parse free text too).
+
+Every failure becomes an :class:`~assay.llm.base.LlmCallError` whose ``retryable`` says whether
+the client should try again: timeouts, dropped connections, 408, 409, 429 (with its
+``Retry-After``), 5xx and malformed bodies are; other 4xx are not. Messages name the base URL and
+never the API key.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import socket
+import time
+from collections.abc import Mapping
+from datetime import UTC
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from assay._version import __version__
+from assay.llm.base import LlmCallError, LlmRequest, LlmResponse, LlmUnavailableError, TokenUsage
+from assay.llm.redact import MIN_SECRET_LENGTH, redact
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
+_BODY_PREFIX = 200
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+_SCHEMA_WORDS = ("response_format", "json_schema")
+
+
+class OpenAICompatBackend:
+    """Sends chat completions to an OpenAI-compatible server over one ``httpx.AsyncClient``.
+
+    ``model`` is the model string as written (``openai:gpt-4o-mini``); ``kind`` is the backend
+    name reported in results and cache keys (``openai``, ``ollama``).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        kind: str = "openai",
+        timeout_s: float = 120.0,
+    ) -> None:
+        default_url = OLLAMA_BASE_URL if kind == "ollama" else OPENAI_BASE_URL
+        self._model = model
+        self._server_model = model.split(":", 1)[1] if ":" in model else model
+        self._kind = kind
+        self._base_url = (base_url or default_url).rstrip("/")
+        self._api_key = api_key or None
+        self._timeout_s = timeout_s
+        self._http: httpx.AsyncClient | None = None
+        self._schema_supported = True
+
+    @property
+    def name(self) -> str:
+        """The backend kind (``openai``, ``ollama``)."""
+        return self._kind
+
+    @property
+    def model(self) -> str:
+        """The model string as the user wrote it."""
+        return self._model
+
+    @property
+    def base_url(self) -> str:
+        """The server's base URL, without a trailing slash."""
+        return self._base_url
+
+    def cache_identity(self) -> Mapping[str, Any]:
+        """The base URL: the same model name on two servers may be two models."""
+        return {"base_url": self._base_url}
+
+    async def generate(self, request: LlmRequest) -> LlmResponse:
+        """One chat completion; raises :class:`LlmCallError` on any failure."""
+        with_schema = request.response_schema is not None and self._schema_supported
+        response = await self._post(self.request_body(request, with_schema=with_schema))
+        if with_schema and _rejects_schema(response):
+            self._schema_supported = False
+            response = await self._post(self.request_body(request, with_schema=False))
+        if response.status_code >= 400:
+            raise self._status_error(response)
+        return self._parse(response)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    def request_body(self, request: LlmRequest, *, with_schema: bool) -> dict[str, Any]:
+        """The JSON body for ``request``; ``request.params`` are merged in last (they cannot
+        replace the model or the messages)."""
+        body: dict[str, Any] = {
+            "model": self._server_model,
+            "messages": [m.model_dump() for m in request.messages],
+        }
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        if with_schema and request.response_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": request.schema_name,
+                    "schema": request.response_schema,
+                    "strict": True,
+                },
+            }
+        body.update({k: v for k, v in request.params.items() if k not in ("model", "messages")})
+        return body
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            headers = {"User-Agent": f"assay/{__version__}"}
+            if self._api_key:
+                headers["Authorization"] = f"Bearer {self._api_key}"
+            self._http = httpx.AsyncClient(
+                base_url=self._base_url + "/",
+                headers=headers,
+                timeout=httpx.Timeout(self._timeout_s),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+            )
+        return self._http
+
+    async def _post(self, body: dict[str, Any]) -> httpx.Response:
+        try:
+            return await self._client().post("chat/completions", json=body)
+        except httpx.TimeoutException:
+            raise self._error(
+                f"timed out after {self._timeout_s:g} s waiting for {self._base_url}",
+                retryable=True,
+            ) from None
+        except httpx.ConnectError as exc:
+            raise self._error(
+                f"could not connect to {self._base_url}: {_connect_reason(exc)}", retryable=True
+            ) from None
+        except httpx.HTTPError as exc:
+            reason = str(exc) or type(exc).__name__
+            raise self._error(
+                f"connection to {self._base_url} failed: {reason}", retryable=True
+            ) from None
+
+    def _parse(self, response: httpx.Response) -> LlmResponse:
+        try:
+            data = response.json()
+        except ValueError:
+            raise self._malformed("not JSON", response) from None
+        if not isinstance(data, dict):
+            raise self._malformed("not a JSON object", response)
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise self._malformed("no choices", response)
+        message = choices[0].get("message")
+        text = _content_text(message.get("content") if isinstance(message, dict) else None)
+        if text is None:
+            raise self._malformed("no message content", response)
+        if self._api_key and self._api_key in response.text:  # never keep an echoed key
+            data = json.loads(redact(response.text, self._secrets()))
+        model = data.get("model")
+        return LlmResponse(
+            text=text,
+            model=model if isinstance(model, str) and model else self._server_model,
+            usage=_usage(data.get("usage")),
+            raw=data,
+        )
+
+    def _status_error(self, response: httpx.Response) -> LlmCallError:
+        status = response.status_code
+        where = f"HTTP {status} from {self._base_url}"
+        detail = _error_detail(response)
+        if status in (401, 403):
+            key_hint = "check OPENAI_API_KEY" if self._kind == "openai" else "check its API key"
+            return self._error(
+                f"{where}: the server rejected the API key; {key_hint}", status=status
+            )
+        if status == 404:
+            return self._error(
+                f"{where}: model '{self._server_model}' or the URL was not found;"
+                f" check the model name and the base URL{_suffix(detail)}",
+                status=status,
+            )
+        retryable = status in _RETRYABLE_STATUS or status >= 500
+        reason = _reason(status)
+        message = f"{where} ({reason})" if reason else where
+        if detail:
+            message += f": {detail}"
+        retry_after = _retry_after(response.headers.get("retry-after"))
+        return self._error(message, retryable=retryable, status=status, retry_after=retry_after)
+
+    def _malformed(self, what: str, response: httpx.Response) -> LlmCallError:
+        prefix = response.text[:_BODY_PREFIX]
+        return self._error(
+            f"malformed response from {self._base_url} ({what}): {prefix!r}",
+            retryable=True,
+            status=response.status_code,
+        )
+
+    def _error(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> LlmCallError:
+        return LlmCallError(
+            redact(message, self._secrets()),
+            retryable=retryable,
+            status=status,
+            retry_after=retry_after,
+        )
+
+    def _secrets(self) -> tuple[str, ...]:
+        key = self._api_key
+        return (key,) if key and len(key) >= MIN_SECRET_LENGTH else ()
+
+
+def from_model_string(model: str, env: Mapping[str, str]) -> OpenAICompatBackend:
+    """The backend for ``openai:<model>`` or ``ollama:<model>``, configured from ``env``.
+
+    ``openai:`` reads ``OPENAI_BASE_URL`` (default OpenAI's API) and ``OPENAI_API_KEY``; a key is
+    required only by OpenAI's own API. ``ollama:`` reads ``OLLAMA_BASE_URL`` (default
+    ``http://127.0.0.1:11434/v1``) and needs no key.
+    """
+    kind, _, name = model.partition(":")
+    if kind not in ("openai", "ollama"):
+        raise LlmUnavailableError(
+            f"model string '{model}' is not for this backend; write openai:<model> or"
+            " ollama:<model>"
+        )
+    if not name:
+        example = "gpt-4o-mini" if kind == "openai" else "llama3"
+        raise LlmUnavailableError(
+            f"model string '{model}' names no model; write {kind}:<model>, e.g. {kind}:{example}"
+        )
+    if kind == "ollama":
+        return OpenAICompatBackend(
+            model, base_url=env.get("OLLAMA_BASE_URL") or OLLAMA_BASE_URL, kind="ollama"
+        )
+    base_url = env.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+    api_key = env.get("OPENAI_API_KEY") or None
+    if api_key is None and _host(base_url) == "api.openai.com":
+        raise LlmUnavailableError(
+            f"judge model '{model}' needs OpenAI's API, and OPENAI_API_KEY is not set; set"
+            " OPENAI_API_KEY, or set OPENAI_BASE_URL to an OpenAI-compatible server"
+            " (llama.cpp, vLLM, LM Studio) that needs no key"
+        )
+    return OpenAICompatBackend(model, base_url=base_url, api_key=api_key, kind="openai")
+
+
+def _host(url: str) -> str:
+    try:
+        return httpx.URL(url).host
+    except httpx.InvalidURL:
+        return ""
+
+
+def _rejects_schema(response: httpx.Response) -> bool:
+    """A 400/422 whose body complains about structured output."""
+    if response.status_code not in (400, 422):
+        return False
+    text = response.text.lower()
+    return any(word in text for word in _SCHEMA_WORDS)
+
+
+def _content_text(content: object) -> str | None:
+    """The message text: a string, or the text parts of a list of parts; None if neither."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict)]
+        texts = [p for p in parts if isinstance(p, str)]
+        return "".join(texts) if texts else None
+    return None
+
+
+def _usage(value: object) -> TokenUsage:
+    usage = value if isinstance(value, dict) else {}
+
+    def count(name: str) -> int:
+        number = usage.get(name)
+        return number if isinstance(number, int) and number >= 0 else 0
+
+    return TokenUsage(
+        prompt_tokens=count("prompt_tokens"),
+        completion_tokens=count("completion_tokens"),
+        calls=1,
+    )
+
+
+def _error_detail(response: httpx.Response) -> str:
+    """The server's own error message (OpenAI's ``{"error": {"message": ...}}`` or a short text
+    body), cut to a readable length; empty when there is none."""
+    try:
+        data = response.json()
+    except ValueError:
+        text = " ".join(response.text.split())
+    else:
+        error = data.get("error") if isinstance(data, dict) else None
+        if isinstance(error, dict):
+            text = str(error.get("message") or "")
+        elif isinstance(error, str):
+            text = error
+        else:
+            text = " ".join(response.text.split())
+    return text if len(text) <= _BODY_PREFIX else text[: _BODY_PREFIX - 3] + "..."
+
+
+def _suffix(detail: str) -> str:
+    return f" (server said: {detail})" if detail else ""
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase.lower()
+    except ValueError:
+        return ""
+
+
+def _retry_after(value: str | None) -> float | None:
+    """``Retry-After`` in seconds: a number of seconds or an HTTP date; None if absent or bad."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # HTTP dates are in GMT
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _connect_reason(error: BaseException) -> str:
+    """Why a connection failed, in a few words, from the innermost cause httpx wraps."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, socket.gaierror):
+            return "host not found"
+        cause = cause.__cause__ or cause.__context__
+    return str(error) or type(error).__name__

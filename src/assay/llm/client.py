@@ -1,0 +1,317 @@
+"""The one place LLM calls are limited, retried, cached and counted.
+
+An :class:`LlmClient` wraps one :class:`~assay.llm.base.LlmBackend`. For each logical call it:
+
+1. answers from the :class:`~assay.llm.cache.ResponseCache` when the same request (same backend,
+   model, server, request and sample index) was answered before;
+2. otherwise sends attempts to the backend, at most ``concurrency`` at a time across the whole
+   client (a slot is held only while an attempt is in flight, never while waiting to retry), each
+   attempt cut off after ``timeout_s``;
+3. retries what the backend marks retryable, waiting an exponentially growing, fully jittered
+   delay (at least what the server asked for in ``Retry-After``), within ``max_attempts`` and the
+   ``deadline_s`` of the whole call;
+4. stops calling a backend that cannot be reached: after ``trip_after`` logical calls in a row
+   fail to connect, every later call fails at once with
+   :class:`~assay.llm.base.LlmUnavailableError`, so a server that is down costs one bounded wait,
+   not one per invocation.
+
+Every error it raises has passed through :func:`~assay.llm.redact.redact`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from types import TracebackType
+
+from assay.llm.base import (
+    LlmBackend,
+    LlmCallError,
+    LlmError,
+    LlmRequest,
+    LlmResponse,
+    LlmUnavailableError,
+    TokenUsage,
+)
+from assay.llm.cache import ResponseCache
+from assay.llm.redact import redact
+
+logger = logging.getLogger(__name__)
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard one logical call tries: ``max_attempts`` in all (the first included), waits of
+    ``initial_delay_s * multiplier**n`` capped at ``max_delay_s`` with full jitter, and a
+    ``deadline_s`` on the whole call, attempts and waits included."""
+
+    max_attempts: int = 4
+    initial_delay_s: float = 1.0
+    max_delay_s: float = 30.0
+    multiplier: float = 2.0
+    deadline_s: float = 300.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        if self.initial_delay_s < 0 or self.max_delay_s < 0:
+            raise ValueError("retry delays cannot be negative")
+        if self.multiplier < 1:
+            raise ValueError("multiplier must be at least 1")
+        if self.deadline_s <= 0:
+            raise ValueError("deadline_s must be positive")
+
+    def backoff(self, retry: int, rng: random.Random) -> float:
+        """The wait before retry number ``retry`` (1 = the first retry): uniform between 0 and
+        the capped exponential delay."""
+        exponent = min(retry - 1, 64)
+        ceiling = min(self.max_delay_s, self.initial_delay_s * self.multiplier**exponent)
+        return rng.uniform(0.0, ceiling)
+
+
+@dataclass
+class ClientStats:
+    """What a client has done so far. ``calls`` are responses the backend gave, ``cache_hits``
+    responses the cache gave, ``retries`` extra attempts, ``failures`` logical calls that finally
+    failed; tokens are those of the backend's responses."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def snapshot(self) -> TokenUsage:
+        """The counts so far as a :class:`TokenUsage` (failures are not part of it)."""
+        return TokenUsage(
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            calls=self.calls,
+            cache_hits=self.cache_hits,
+            retries=self.retries,
+        )
+
+
+class LlmClient:
+    """Limits, retries, caches and counts the calls to one backend (see the module docstring).
+
+    ``sleep`` and ``rng`` are injectable so tests can run the retry schedule without waiting.
+    ``trip_after=0`` turns the circuit breaker off. The cache is the caller's: :meth:`aclose`
+    closes the backend, not the cache.
+    """
+
+    def __init__(
+        self,
+        backend: LlmBackend,
+        *,
+        concurrency: int = 8,
+        timeout_s: float = 120.0,
+        retry: RetryPolicy = RetryPolicy(),  # frozen, so sharing the default is safe
+        cache: ResponseCache | None = None,
+        sleep: Sleep = asyncio.sleep,
+        rng: random.Random | None = None,
+        trip_after: int = 5,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if timeout_s <= 0:
+            raise ValueError("timeout_s must be positive")
+        self._backend = backend
+        self._slots = asyncio.Semaphore(concurrency)
+        self._timeout_s = timeout_s
+        self._retry = retry
+        self._cache = cache
+        self._sleep = sleep
+        self._rng = rng if rng is not None else random.Random()
+        self._trip_after = trip_after
+        self._unreachable_in_a_row = 0
+        self._tripped: str | None = None  # why every call now fails at once
+        self.stats = ClientStats()
+
+    @property
+    def model(self) -> str:
+        """The backend's model string."""
+        return self._backend.model
+
+    @property
+    def backend(self) -> LlmBackend:
+        """The backend this client calls."""
+        return self._backend
+
+    def cache_key(self, request: LlmRequest, sample: int = 0) -> str:
+        """The sha256 naming this request's ``sample``-th response from this backend."""
+        identity = {
+            "backend": self._backend.name,
+            "model": self._backend.model,
+            "server": dict(self._backend.cache_identity()),
+            "request": request.model_dump(mode="json"),
+            "sample": sample,
+        }
+        canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    async def generate(self, request: LlmRequest, *, sample: int = 0) -> LlmResponse:
+        """The response to ``request`` (``sample`` tells repeated samples apart in the cache).
+
+        Raises :class:`LlmCallError` when every allowed attempt failed, or at once for an error
+        that retrying cannot fix; :class:`LlmUnavailableError` when the backend cannot be used or
+        the circuit breaker has tripped.
+        """
+        key = self.cache_key(request, sample) if self._cache is not None else None
+        if key is not None and self._cache is not None:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self.stats.cache_hits += 1
+                return hit.model_copy(update={"cached": True, "usage": TokenUsage(cache_hits=1)})
+        try:
+            response = await self._call(request)
+        except LlmError as error:
+            self.stats.failures += 1
+            self._count_failure(error)
+            raise
+        self._unreachable_in_a_row = 0
+        self.stats.calls += 1
+        self.stats.prompt_tokens += response.usage.prompt_tokens
+        self.stats.completion_tokens += response.usage.completion_tokens
+        if key is not None and self._cache is not None:
+            self._cache.put(key, response, backend=self._backend.name, model=self.model)
+        return response
+
+    async def aclose(self) -> None:
+        """Close the backend (its connections, threads or loaded model)."""
+        await self._backend.aclose()
+
+    async def __aenter__(self) -> LlmClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _call(self, request: LlmRequest) -> LlmResponse:
+        """Attempts until one succeeds, retrying within the policy; raises the final error."""
+        policy = self._retry
+        used = 0.0  # seconds of the deadline spent: attempts in flight and waits between them
+        attempts = 0
+        while True:
+            self._raise_if_tripped()
+            attempts += 1
+            outcome, elapsed = await self._attempt(
+                request, min(self._timeout_s, policy.deadline_s - used)
+            )
+            used += elapsed
+            if isinstance(outcome, LlmResponse):
+                usage = outcome.usage.model_copy(update={"calls": 1, "retries": attempts - 1})
+                return outcome.model_copy(update={"usage": usage, "cached": False})
+            error = _redacted(outcome)
+            if not error.retryable or isinstance(error, LlmUnavailableError):
+                raise _final(error, attempts) from None
+            if attempts >= policy.max_attempts:
+                raise _final(error, attempts) from None
+            delay = max(policy.backoff(attempts, self._rng), error.retry_after or 0.0)
+            if used + delay >= policy.deadline_s:
+                why = f" (a retry would pass the {_seconds(policy.deadline_s)} s deadline)"
+                raise _final(error, attempts, why) from None
+            self.stats.retries += 1
+            logger.debug(
+                "retrying %s in %.2f s (attempt %d of %d failed): %s",
+                self.model,
+                delay,
+                attempts,
+                policy.max_attempts,
+                error,
+            )
+            await self._sleep(delay)
+            used += delay
+
+    async def _attempt(
+        self, request: LlmRequest, limit: float
+    ) -> tuple[LlmResponse | LlmError, float]:
+        """One attempt in a concurrency slot, cut off after ``limit`` seconds; returns the
+        response or the error, and the seconds it took (time waiting for the slot excluded)."""
+        async with self._slots:
+            started = time.monotonic()
+            outcome: LlmResponse | LlmError
+            try:
+                async with asyncio.timeout(limit):
+                    outcome = await self._backend.generate(request)
+            except TimeoutError:
+                outcome = LlmCallError(
+                    f"timed out after {_seconds(limit)} s waiting for {self.model}",
+                    retryable=True,
+                )
+            except LlmError as error:
+                outcome = error
+            return outcome, time.monotonic() - started
+
+    def _raise_if_tripped(self) -> None:
+        if self._tripped is not None:
+            raise LlmUnavailableError(self._tripped)
+
+    def _count_failure(self, error: LlmError) -> None:
+        """Count a final failure toward the circuit breaker; trip it when ``trip_after`` calls in
+        a row could not reach the backend. Any other outcome shows it is reachable."""
+        if not _is_unreachable(error):
+            self._unreachable_in_a_row = 0
+            return
+        self._unreachable_in_a_row += 1
+        if self._tripped is None and 0 < self._trip_after <= self._unreachable_in_a_row:
+            self._tripped = redact(
+                f"judge unavailable: {error} ({self._unreachable_in_a_row} calls in a row"
+                f" could not reach {self.model}; no more are sent)"
+            )
+            logger.warning("%s", self._tripped)
+
+
+def _is_unreachable(error: LlmError) -> bool:
+    """The backend could not be used or reached: unavailable, or a call that failed without an
+    HTTP status (connection refused, timed out, dropped)."""
+    return isinstance(error, LlmUnavailableError) or (
+        isinstance(error, LlmCallError) and error.status is None
+    )
+
+
+def _redacted(error: LlmError) -> LlmError:
+    """``error`` with its message redacted (the same object when there was nothing to hide)."""
+    text = str(error)
+    clean = redact(text)
+    if clean == text:
+        return error
+    kind = LlmUnavailableError if isinstance(error, LlmUnavailableError) else LlmCallError
+    return kind(
+        clean, retryable=error.retryable, retry_after=error.retry_after, status=error.status
+    )
+
+
+def _final(error: LlmError, attempts: int, why: str = "") -> LlmError:
+    """The error a logical call ends with: ``error`` itself after one attempt that could not be
+    retried, else a :class:`LlmCallError` that says how many attempts were made."""
+    if isinstance(error, LlmUnavailableError) or (
+        attempts == 1 and not error.retryable and not why
+    ):
+        return error
+    noun = "attempt" if attempts == 1 else "attempts"
+    return LlmCallError(
+        f"gave up after {attempts} {noun}{why}: {error}",
+        retryable=error.retryable,
+        retry_after=error.retry_after,
+        status=error.status,
+    )
+
+
+def _seconds(value: float) -> str:
+    """Seconds for a message: ``30``, ``0.2``, ``1.25``."""
+    return f"{round(value, 2):g}"

@@ -1,0 +1,382 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 for tests and benchmarks: scripted replies,
+injected faults, and a record of every request it received.
+
+::
+
+    with JudgeServer(default="yes") as server:
+        server.queue(Reply.error(503), Reply.error(429, headers={"Retry-After": "1"}), "fine")
+        backend = OpenAICompatBackend("openai:judge", base_url=server.base_url)
+        ...
+        assert server.count() == 3
+
+Each answer comes from, in order: the replies queued with :meth:`JudgeServer.queue`, else the
+``reply`` callable (given the request's JSON body), else ``default``. A reply is a :class:`Reply`
+or a plain string (a 200 completion with that text). Requests are served concurrently, one thread
+per connection, with HTTP/1.1 keep-alive; ``latency_s`` delays every completion, so a test can
+see how many requests were in flight at once (:attr:`JudgeServer.max_in_flight`).
+
+Closing the server wakes every delayed reply, closes every open connection and joins every thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+ReplyFn = Callable[[dict[str, Any]], "Reply | str"]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer.
+
+    A 200 completion whose message content is ``text``, unless ``body`` is set: then ``body``
+    (bytes, a string, or a JSON-able value) is sent as is, with ``status``. ``delay_s`` waits
+    before answering; ``drop`` closes the connection without answering.
+    """
+
+    text: str = "ok"
+    status: int = 200
+    body: Any = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    drop: bool = False
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    model: str | None = None
+
+    @classmethod
+    def ok(cls, text: str, **kwargs: Any) -> Reply:
+        """A 200 completion answering ``text``."""
+        return cls(text=text, **kwargs)
+
+    @classmethod
+    def error(
+        cls,
+        status: int,
+        message: str = "stub error",
+        *,
+        headers: Mapping[str, str] | None = None,
+        body: Any = None,
+        **kwargs: Any,
+    ) -> Reply:
+        """An HTTP error with an OpenAI-style ``{"error": {"message": ...}}`` body (or ``body``)."""
+        payload = body if body is not None else {"error": {"message": message, "code": status}}
+        return cls(status=status, body=payload, headers=dict(headers or {}), **kwargs)
+
+    @classmethod
+    def hang(cls, seconds: float = 30.0, text: str = "too late") -> Reply:
+        """A completion sent only after ``seconds`` (woken early when the server closes)."""
+        return cls(text=text, delay_s=seconds)
+
+    @classmethod
+    def malformed(cls, body: Any = "this is not json") -> Reply:
+        """A 200 whose body is ``body`` instead of a completion (text, or JSON without choices)."""
+        return cls(body=body)
+
+    @classmethod
+    def dropped(cls) -> Reply:
+        """Close the connection without sending anything."""
+        return cls(drop=True)
+
+
+@dataclass(frozen=True)
+class Received:
+    """One request the server received: method, path, headers (lower-case names) and the body
+    parsed as JSON (None if it was not JSON)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The chat messages of a completion request."""
+        body = self.body if isinstance(self.body, dict) else {}
+        messages = body.get("messages")
+        return messages if isinstance(messages, list) else []
+
+
+class JudgeServer:
+    """An OpenAI-compatible server in a background thread; use as a context manager."""
+
+    def __init__(
+        self,
+        reply: ReplyFn | None = None,
+        *,
+        default: Reply | str = "ok",
+        latency_s: float = 0.0,
+        model: str = "stub-judge",
+    ) -> None:
+        self.reply = reply
+        self.default = default
+        self.latency_s = latency_s
+        self.model = model
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
+        self._queued: deque[Reply | str] = deque()
+        self._received: list[Received] = []
+        self._in_flight = 0
+        self._max_in_flight = 0
+        self._stopping = threading.Event()
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> JudgeServer:
+        """Listen on a free port and serve in a background thread."""
+        handler = type("Handler", (_Handler,), {"stub": self})
+        self._httpd = _Server(("127.0.0.1", 0), handler)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop serving: wake delayed replies, close connections, join every thread."""
+        if self._httpd is None:
+            return
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.close_connections()
+        self._httpd.server_close()  # joins the handler threads
+        if self._thread is not None:
+            self._thread.join()
+        self._httpd = None
+
+    def __enter__(self) -> JudgeServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def port(self) -> int:
+        """The port it listens on."""
+        if self._httpd is None:
+            raise RuntimeError("the server is not running")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- scripting and inspection ---------------------------------------------------------
+
+    def queue(self, *replies: Reply | str) -> None:
+        """Answer the next completion requests with ``replies``, in order."""
+        with self._lock:
+            self._queued.extend(replies)
+
+    @property
+    def requests(self) -> list[Received]:
+        """Every request received so far, in arrival order."""
+        with self._lock:
+            return list(self._received)
+
+    @property
+    def completions(self) -> list[Received]:
+        """The chat-completion requests received so far."""
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def count(self) -> int:
+        """How many chat-completion requests arrived."""
+        return len(self.completions)
+
+    @property
+    def in_flight(self) -> int:
+        """Completion requests being answered now."""
+        with self._lock:
+            return self._in_flight
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most completion requests that were being answered at once."""
+        with self._lock:
+            return self._max_in_flight
+
+    # -- used by the handler threads ------------------------------------------------------
+
+    def _record(self, received: Received) -> None:
+        with self._lock:
+            self._received.append(received)
+
+    def _begin(self, body: Any) -> Reply:
+        with self._lock:
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+            queued = self._queued.popleft() if self._queued else None
+        if queued is None and self.reply is not None and isinstance(body, dict):
+            try:
+                queued = self.reply(body)
+            except Exception as exc:  # a broken reply function must show in the test
+                with self._lock:
+                    self.errors.append(repr(exc))
+                return Reply.error(500, f"stub reply function raised {exc!r}")
+        chosen = self.default if queued is None else queued
+        return Reply.ok(chosen) if isinstance(chosen, str) else chosen
+
+    def _end(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _wait(self, seconds: float) -> bool:
+        """Wait ``seconds``; False if the server began closing meanwhile."""
+        return seconds <= 0 or not self._stopping.wait(seconds)
+
+    def _completion(self, reply: Reply, body: Any) -> dict[str, Any]:
+        messages = body.get("messages") if isinstance(body, dict) else None
+        prompt_words = sum(
+            len(str(m.get("content", "")).split())
+            for m in (messages if isinstance(messages, list) else [])
+            if isinstance(m, dict)
+        )
+        prompt = prompt_words if reply.prompt_tokens is None else reply.prompt_tokens
+        completion = (
+            len(reply.text.split()) if reply.completion_tokens is None else reply.completion_tokens
+        )
+        requested = body.get("model") if isinstance(body, dict) else None
+        with self._lock:
+            number = len(self._received)
+        return {
+            "id": f"chatcmpl-stub-{number}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": reply.model or (requested if isinstance(requested, str) else self.model),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": reply.text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
+
+
+class _Server(ThreadingHTTPServer):
+    """Joins its handler threads on close, and can close the connections they hold open."""
+
+    daemon_threads = False
+    block_on_close = True
+    request_queue_size = 128
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        """Shut the open connections down so handler threads waiting on them return."""
+        with self._open_lock:
+            connections = list(self._open)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (timed out, cancelled) is not an error worth printing."""
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    stub: JudgeServer  # set on the subclass JudgeServer.start makes
+    timeout = 30  # a connection idle this long is closed
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+    def do_GET(self) -> None:
+        self._record(None)
+        if self.path.rstrip("/") == "/v1/models":
+            model = {"id": self.stub.model, "object": "model", "owned_by": "assay-tests"}
+            self._send(200, {"object": "list", "data": [model]})
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        self._record(body)
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        if body is None:
+            self._send(400, {"error": {"message": "the request body is not JSON"}})
+            return
+        reply = self.stub._begin(body)
+        try:
+            self._answer(reply, body)
+        finally:
+            self.stub._end()
+
+    def _answer(self, reply: Reply, body: Any) -> None:
+        if not self.stub._wait(self.stub.latency_s + reply.delay_s) or reply.drop:
+            self.close_connection = True
+            return
+        if reply.body is not None:
+            self._send(reply.status, reply.body, reply.headers)
+        elif reply.status != 200:
+            self._send(reply.status, {"error": {"message": reply.text}}, reply.headers)
+        else:
+            self._send(200, self.stub._completion(reply, body), reply.headers)
+
+    def _record(self, body: Any) -> None:
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        self.stub._record(Received(self.command, self.path, headers, body))
+
+    def _send(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+        if isinstance(payload, bytes):
+            data, kind = payload, "application/octet-stream"
+        elif isinstance(payload, str):
+            data, kind = payload.encode("utf-8"), "text/plain; charset=utf-8"
+        else:
+            data, kind = json.dumps(payload).encode("utf-8"), "application/json"
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:  # the client went away
+            self.close_connection = True
