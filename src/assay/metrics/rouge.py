@@ -23,11 +23,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import ClassVar
-
-from nltk.stem import porter
-from rouge_score import scoring
-from rouge_score import tokenize as rouge_tokenize
+from typing import Any, ClassVar
 
 from assay.config import BaseCriterion
 from assay.evalset.case import EvalCase
@@ -43,7 +39,6 @@ from assay.metrics.base import (
     status_for,
 )
 
-_STEMMER = porter.PorterStemmer()
 _ASCII_SEPARATORS = re.compile(r"[^a-z0-9]+")
 
 
@@ -87,10 +82,22 @@ class _CharMap(dict[int, str]):
 _CHAR_MAP = _CharMap()
 
 
+@lru_cache(maxsize=1)
+def _rouge_score() -> tuple[Any, Any, Any]:
+    """rouge-score's tokenizer and F-measure with one Porter stemmer, imported on first use
+    (nltk takes seconds to import; runs without ROUGE should not pay for it)."""
+    from nltk.stem import porter
+    from rouge_score import scoring
+    from rouge_score import tokenize as rouge_tokenize
+
+    return rouge_tokenize.tokenize, porter.PorterStemmer(), scoring.fmeasure
+
+
 @lru_cache(maxsize=1 << 16)
 def _ascii_word_tokens(word: str) -> tuple[str, ...]:
     """rouge-score's tokens for one ``[a-z0-9]+`` word: itself, stemmed when over 3 characters."""
-    return tuple(rouge_tokenize.tokenize(word, _STEMMER))
+    tokenize_words, stemmer, _ = _rouge_score()
+    return tuple(tokenize_words(word, stemmer))
 
 
 @lru_cache(maxsize=1 << 14)
@@ -130,7 +137,7 @@ def rouge1_fmeasure(candidate: str, reference: str) -> float:
             overlap += count if count < found else found
     precision = overlap / max(len(prediction_tokens), 1)
     recall = overlap / max(len(target_tokens), 1)
-    fmeasure: float = scoring.fmeasure(precision, recall)
+    fmeasure: float = _rouge_score()[2](precision, recall)
     return fmeasure
 
 
