@@ -30,21 +30,51 @@ def test_registries_do_not_share_state() -> None:
     assert second.names() == []
 
 
-def test_default_registry_holds_the_deterministic_and_efficiency_metrics() -> None:
-    assert default_registry().names() == [
+def test_default_registry_holds_the_deterministic_efficiency_and_judged_metrics() -> None:
+    registry = default_registry()
+    assert registry.names() == [
         "tool_trajectory_avg_score",
         "response_match_score",
         "tool_call_count_v1",
         "inference_call_count_v1",
         "token_usage_v1",
         "invocation_duration_v1",
+        "final_response_match_v2",
+        "rubric_based_final_response_quality_v1",
+        "rubric_based_tool_use_quality_v1",
+        "hallucinations_v1",
+        "safety_v1",
     ]
+    assert [n for n in registry.names() if registry.is_judged(n)] == registry.names()[6:]
+
+
+def test_a_judged_metric_without_a_judge_carries_the_providers_reason() -> None:
+    class NoJudge:
+        def judge_for(self, metric: str, criterion: object) -> str:
+            return f"no judge for {metric}: set --judge-model"
+
+    config = parse_config({"criteria": {"safety_v1": 0.5}})
+    case = _case()
+    metric = default_registry().create("safety_v1", config.criteria["safety_v1"], NoJudge())
+    result = asyncio.run(metric.evaluate(case.conversation or [], case.conversation, case))
+    assert (result.status, result.reason) == (
+        EvalStatus.NOT_EVALUATED,
+        "no judge for safety_v1: set --judge-model",
+    )
+
+
+def test_registering_a_name_twice_is_an_error_across_plain_and_judged_metrics() -> None:
+    registry = default_registry()
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register("safety_v1", lambda c: ToolTrajectoryMetric(c))
+    registry.register("safety_v1", lambda c: ToolTrajectoryMetric(c), override=True)
+    assert not registry.is_judged("safety_v1")
 
 
 @pytest.mark.parametrize(
     ("name", "reason"),
     [
-        ("final_response_match_v2", "not implemented yet"),
+        ("final_response_match_v2", "no LLM judge was configured for this run"),
         ("multi_turn_task_success_v1", "not implemented yet"),
         ("my_metric", "custom metrics (custom_metrics in the config) are not implemented yet"),
     ],

@@ -11,9 +11,10 @@ never becomes a score.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+import json
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from assay.config import LlmAsAJudgeCriterion
 from assay.llm.base import LlmError, LlmRequest, TokenUsage
@@ -25,10 +26,17 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Parsed(Generic[T]):
-    """What a parser made of one judge text: a value, or the reason it found none."""
+    """What a parser made of one judge text: a value, or the reason it found none.
+
+    ``score`` and ``verdict`` (optional) are copied onto the sample's :class:`JudgeSample`, for
+    reports, and so is ``reason``: a parser gives one when it has no value, or a value but no
+    score (rubric verdicts that matched rubrics but said neither yes nor no).
+    """
 
     value: T | None
     reason: str | None = None
+    score: float | None = None
+    verdict: str | None = None
 
 
 @dataclass
@@ -59,9 +67,15 @@ async def ask_samples(
     case_id: str,
     parse: Callable[[str], Parsed[T]],
     limit: int | None = None,
+    semaphore: asyncio.Semaphore | None = None,
 ) -> list[SampleOutcome[T]]:
-    """Ask ``num_samples`` times concurrently; outcomes come back in sample order."""
-    semaphore = asyncio.Semaphore(limit) if limit else None
+    """Ask ``num_samples`` times concurrently; outcomes come back in sample order.
+
+    ``limit`` caps this invocation's concurrent calls; a ``semaphore`` shared by the invocations
+    of a case caps them all together (ADK's ``parallelism_limit`` covers a whole case).
+    """
+    if semaphore is None and limit:
+        semaphore = asyncio.Semaphore(limit)
 
     async def one(index: int) -> SampleOutcome[T]:
         if semaphore is None:
@@ -86,8 +100,10 @@ async def _one_sample(
     parsed = parse(response.text)
     note = JudgeSample(
         sample=index,
+        score=parsed.score,
+        verdict=parsed.verdict,
         text=response.text,
-        reason=parsed.reason if parsed.value is None else None,
+        reason=parsed.reason,
         cached=response.cached,
     )
     return SampleOutcome(parsed.value, note, response.usage)
@@ -126,3 +142,62 @@ def total_usage(outcomes: Sequence[SampleOutcome[T]]) -> TokenUsage:
     for outcome in outcomes:
         out = out + outcome.usage
     return out
+
+
+_GENERATION_KEYS = {
+    "temperature": "temperature",
+    "max_output_tokens": "max_tokens",
+    "maxOutputTokens": "max_tokens",
+}
+
+
+def judge_request(
+    criterion: LlmAsAJudgeCriterion,
+    *,
+    system: str,
+    user: str,
+    schema: dict[str, Any] | None = None,
+    schema_name: str = "verdict",
+) -> LlmRequest:
+    """The request for one invocation: static instructions as the system message (first, so a
+    prefix cache reuses them), the invocation's inputs as the user message.
+
+    The criterion's ``judge_model_config`` sets ``temperature`` and ``max_output_tokens`` (either
+    spelling); its other entries go to the backend in ``params``. Without it the temperature is
+    left to the backend.
+    """
+    settings: dict[str, Any] = {}
+    params: dict[str, Any] = {}
+    for key, value in (criterion.judge_model_options.judge_model_config or {}).items():
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if key in _GENERATION_KEYS and number:
+            field = _GENERATION_KEYS[key]
+            settings[field] = int(value) if field == "max_tokens" else float(value)
+        else:
+            params[key] = value
+    return LlmRequest.user(
+        user,
+        system=system,
+        response_schema=schema,
+        schema_name=schema_name,
+        params=params,
+        **settings,
+    )
+
+
+_DECODER = json.JSONDecoder()
+
+
+def json_objects(text: str) -> Iterator[dict[str, Any]]:
+    """Every JSON object in ``text``, outermost first, in order: the whole text, one inside a
+    markdown fence, or one with prose around it."""
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, end = _DECODER.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            yield value
+        start = text.find("{", end)

@@ -1,24 +1,46 @@
 """Metric name -> metric factory.
 
-Each factory takes the criterion configured for the metric and returns a :class:`Metric`. Names
-the config knows but no metric implements yet score NOT_EVALUATED with the reason
-"not implemented yet" instead of failing the run.
+Each factory takes the criterion configured for the metric and returns a :class:`Metric`. An
+LLM-judged metric's factory also takes the :class:`~assay.llm.judge.Judge` a
+:class:`JudgeProvider` chose for it; when no judge can be had, the metric scores NOT_EVALUATED
+with the provider's reason (which says how to get one). Names the config knows but no metric
+implements yet score NOT_EVALUATED with the reason "not implemented yet" instead of failing the
+run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Protocol, cast
 
-from assay.config import CRITERION_TYPES, BaseCriterion, ToolTrajectoryCriterion
+from assay.config import (
+    CRITERION_TYPES,
+    BaseCriterion,
+    HallucinationsCriterion,
+    LlmAsAJudgeCriterion,
+    RubricsBasedCriterion,
+    ToolTrajectoryCriterion,
+)
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
+from assay.llm.judge import Judge
 from assay.metrics.base import Metric, MetricInfo, MetricResult, not_evaluated
 from assay.metrics.efficiency import EFFICIENCY_METRICS
 from assay.metrics.rouge import ResponseMatchMetric
 from assay.metrics.trajectory import ToolTrajectoryMetric
 
 MetricFactory = Callable[[Any], Metric]
+JudgedMetricFactory = Callable[[Any, Judge], Metric]
+
+NO_JUDGE_PROVIDER = "no LLM judge was configured for this run"
+
+
+class JudgeProvider(Protocol):
+    """Chooses the judge for a judged metric, or says why there is none."""
+
+    def judge_for(self, metric: str, criterion: BaseCriterion | None) -> Judge | str:
+        """The judge for ``metric``, or the reason it cannot have one (how to fix it)."""
+        ...
 
 
 class UnavailableMetric:
@@ -46,19 +68,44 @@ class MetricRegistry:
 
     def __init__(self) -> None:
         self._factories: dict[str, MetricFactory] = {}
+        self._judged: dict[str, JudgedMetricFactory] = {}
 
     def register(self, name: str, factory: MetricFactory, *, override: bool = False) -> None:
         """Add a metric; registering a name twice is an error unless ``override``."""
-        if name in self._factories and not override:
-            raise ValueError(f"metric '{name}' is already registered")
+        self._check_new(name, override)
         self._factories[name] = factory
+
+    def register_judged(
+        self, name: str, factory: JudgedMetricFactory, *, override: bool = False
+    ) -> None:
+        """Add an LLM-judged metric, built with the judge a :class:`JudgeProvider` chooses."""
+        self._check_new(name, override)
+        self._judged[name] = factory
+
+    def _check_new(self, name: str, override: bool) -> None:
+        if (name in self._factories or name in self._judged) and not override:
+            raise ValueError(f"metric '{name}' is already registered")
+        self._factories.pop(name, None)
+        self._judged.pop(name, None)
 
     def names(self) -> list[str]:
         """The registered metric names."""
-        return list(self._factories)
+        return [*self._factories, *self._judged]
 
-    def create(self, name: str, criterion: BaseCriterion | None) -> Metric:
+    def is_judged(self, name: str) -> bool:
+        """Whether the metric asks an LLM judge."""
+        return name in self._judged
+
+    def create(
+        self, name: str, criterion: BaseCriterion | None, judges: JudgeProvider | None = None
+    ) -> Metric:
         """The metric for ``name`` built from its criterion, or an :class:`UnavailableMetric`."""
+        judged = self._judged.get(name)
+        if judged is not None:
+            judge = judges.judge_for(name, criterion) if judges is not None else NO_JUDGE_PROVIDER
+            if isinstance(judge, str):
+                return UnavailableMetric(name, criterion, judge)
+            return judged(criterion, judge)
         factory = self._factories.get(name)
         if factory is None:
             reason = (
@@ -83,6 +130,49 @@ BUILTIN_METRICS: Mapping[str, MetricFactory] = {
     "response_match_score": _rouge,
 }
 
+# The judged metrics' modules are imported when a metric is built, so that importing the
+# registry stays cheap for runs that use no judge.
+
+
+def _final_response_match(criterion: Any, judge: Judge) -> Metric:
+    from assay.metrics.final_response_match import FinalResponseMatchV2Metric
+
+    return FinalResponseMatchV2Metric(cast(LlmAsAJudgeCriterion, criterion), judge)
+
+
+def _rubric_final_response(criterion: Any, judge: Judge) -> Metric:
+    from assay.metrics.rubrics import RubricFinalResponseQualityMetric
+
+    return RubricFinalResponseQualityMetric(cast(RubricsBasedCriterion, criterion), judge)
+
+
+def _rubric_tool_use(criterion: Any, judge: Judge) -> Metric:
+    from assay.metrics.rubrics import RubricToolUseQualityMetric
+
+    return RubricToolUseQualityMetric(cast(RubricsBasedCriterion, criterion), judge)
+
+
+def _hallucinations(criterion: Any, judge: Judge) -> Metric:
+    from assay.metrics.hallucinations import HallucinationsMetric
+
+    return HallucinationsMetric(cast(HallucinationsCriterion, criterion), judge)
+
+
+def _safety(criterion: Any, judge: Judge) -> Metric:
+    from assay.metrics.safety import SafetyMetric
+
+    return SafetyMetric(cast(BaseCriterion, criterion), judge)
+
+
+JUDGED_METRICS: Mapping[str, JudgedMetricFactory] = {
+    "final_response_match_v2": _final_response_match,
+    "rubric_based_final_response_quality_v1": _rubric_final_response,
+    "rubric_based_tool_use_quality_v1": _rubric_tool_use,
+    "hallucinations_v1": _hallucinations,
+    "safety_v1": _safety,
+}
+"""The LLM-judged criteria; each factory gets its criterion and the judge chosen for it."""
+
 
 def default_registry() -> MetricRegistry:
     """A registry holding every built-in metric."""
@@ -91,4 +181,6 @@ def default_registry() -> MetricRegistry:
         registry.register(name, factory)
     for name, efficiency_factory in EFFICIENCY_METRICS.items():
         registry.register(name, efficiency_factory)
+    for name, judged in JUDGED_METRICS.items():
+        registry.register_judged(name, judged)
     return registry

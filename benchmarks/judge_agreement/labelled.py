@@ -1,0 +1,279 @@
+"""The labelled items of the judge-agreement benchmark, and how each becomes an assay eval case.
+
+``items.yaml`` (beside this file) lists the items by criterion; :func:`load_items` reads and checks
+it, :func:`to_case` turns an item into an actual invocation (tool calls as invocation events, tool
+declarations and instructions as app details), an expected one (the reference, v2 items only) and
+its case, and :func:`criterion_for` gives the criterion it is scored under.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from assay.config import (
+    BaseCriterion,
+    HallucinationsCriterion,
+    JudgeModelOptions,
+    LlmAsAJudgeCriterion,
+    RubricsBasedCriterion,
+)
+from assay.evalset import EvalCase, Invocation, Rubric, RubricContent
+
+ITEMS = Path(__file__).resolve().parent / "items.yaml"
+AGENT = "agent"
+THRESHOLD = 0.5  # no verdict depends on it: verdicts are read off the scores
+
+V2 = "final_response_match_v2"
+RUBRIC_RESPONSE = "rubric_based_final_response_quality_v1"
+RUBRIC_TOOLS = "rubric_based_tool_use_quality_v1"
+HALLUCINATIONS = "hallucinations_v1"
+SAFETY = "safety_v1"
+
+# --------------------------------------------------------------------------- the items
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Param(_Strict):
+    """One parameter of a declared tool."""
+
+    type: str = "string"
+    description: str | None = None
+    enum: list[str] | None = None
+
+
+class Tool(_Strict):
+    """A tool declared to the agent."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Param] = Field(default_factory=dict)
+    required: list[str] = Field(default_factory=list)
+
+
+class ToolCall(_Strict):
+    """A call the agent made, and what the tool answered."""
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    response: Any = None
+
+
+class RubricLabel(_Strict):
+    """A rubric and the human verdict on it (YAML reads yes/no as booleans)."""
+
+    text: str
+    verdict: bool
+
+
+class Item(_Strict):
+    """One labelled item (see the header of items.yaml)."""
+
+    id: str
+    note: str | None = None
+    instructions: str | None = None
+    tools: list[Tool] | None = None
+    prompt: str
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    answer: str | None = None
+    reference: str | None = None
+    label: str | None = None
+    rubrics: list[RubricLabel] | None = None
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """A criterion's labels: the positive and negative words, or rubric verdicts."""
+
+    name: str
+    positive: str
+    negative: str
+    rubric: bool = False
+    needs_reference: bool = False
+    needs_answer: bool = True
+
+    def check(self, item: Item) -> None:
+        """Raise ValueError when the item lacks what this criterion needs."""
+        if self.rubric:
+            if not item.rubrics:
+                raise ValueError(f"{item.id}: needs rubrics")
+            if item.label is not None:
+                raise ValueError(f"{item.id}: a rubric item has verdicts per rubric, no label")
+        elif item.label not in (self.positive, self.negative):
+            raise ValueError(f"{item.id}: label must be {self.positive} or {self.negative}")
+        if self.needs_reference != (item.reference is not None):
+            raise ValueError(f"{item.id}: 'reference' is for {V2} items, and needed there")
+        if self.needs_answer and item.answer is None:
+            raise ValueError(f"{item.id}: needs an answer")
+
+
+CRITERIA: dict[str, Criterion] = {
+    c.name: c
+    for c in (
+        Criterion(V2, "valid", "invalid", needs_reference=True),
+        Criterion(RUBRIC_RESPONSE, "yes", "no", rubric=True),
+        Criterion(RUBRIC_TOOLS, "yes", "no", rubric=True, needs_answer=False),
+        Criterion(HALLUCINATIONS, "grounded", "ungrounded"),
+        Criterion(SAFETY, "safe", "unsafe"),
+    )
+}
+
+
+class ItemFile(_Strict):
+    """The items, by criterion."""
+
+    final_response_match_v2: list[Item] = Field(default_factory=list)
+    rubric_based_final_response_quality_v1: list[Item] = Field(default_factory=list)
+    rubric_based_tool_use_quality_v1: list[Item] = Field(default_factory=list)
+    hallucinations_v1: list[Item] = Field(default_factory=list)
+    safety_v1: list[Item] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _complete_and_unique(self) -> ItemFile:
+        seen: set[str] = set()
+        for name, criterion in CRITERIA.items():
+            for item in self.items(name):
+                criterion.check(item)
+                if item.id in seen:
+                    raise ValueError(f"duplicate item id {item.id}")
+                seen.add(item.id)
+        return self
+
+    def items(self, criterion: str) -> list[Item]:
+        """The items of one criterion."""
+        items: list[Item] = getattr(self, criterion)
+        return items
+
+
+def load_items(path: Path = ITEMS) -> ItemFile:
+    """Read and check an items file; ValueError says what is wrong."""
+    try:
+        return ItemFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except (OSError, yaml.YAMLError, ValidationError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+# --------------------------------------------------------------------------- items as eval cases
+
+_JSON_TYPES = {str: "STRING", bool: "BOOLEAN", int: "INTEGER", float: "NUMBER"}
+
+
+def _schema_type(value: Any) -> str:
+    if isinstance(value, dict):
+        return "OBJECT"
+    if isinstance(value, list):
+        return "ARRAY"
+    return _JSON_TYPES.get(type(value), "STRING")
+
+
+def _declaration(tool: Tool) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    for name, param in tool.parameters.items():
+        prop: dict[str, Any] = {"type": param.type.upper()}
+        if param.description:
+            prop["description"] = param.description
+        if param.enum:
+            prop["enum"] = param.enum
+        properties[name] = prop
+    parameters: dict[str, Any] = {"type": "OBJECT", "properties": properties}
+    if tool.required:
+        parameters["required"] = tool.required
+    return {"name": tool.name, "description": tool.description, "parameters": parameters}
+
+
+def declared_tools(item: Item) -> list[Tool]:
+    """The item's tools; when it declares none, each called tool with the arguments it got."""
+    if item.tools is not None:
+        return item.tools
+    tools: dict[str, Tool] = {}
+    for call in item.tool_calls:
+        params = {k: Param(type=_schema_type(v)) for k, v in call.args.items()}
+        tools.setdefault(call.name, Tool(name=call.name, parameters=params))
+    return list(tools.values())
+
+
+def _events(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for n, call in enumerate(calls, 1):
+        call_id = f"call-{n}"
+        response = call.response if isinstance(call.response, dict) else {"result": call.response}
+        function_call = {"id": call_id, "name": call.name, "args": call.args}
+        function_response = {"id": call_id, "name": call.name, "response": response}
+        events.append(
+            {
+                "author": AGENT,
+                "content": {"role": "model", "parts": [{"function_call": function_call}]},
+            }
+        )
+        events.append(
+            {
+                "author": AGENT,
+                "content": {"role": "user", "parts": [{"function_response": function_response}]},
+            }
+        )
+    return events
+
+
+def _text(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "parts": [{"text": text}]}
+
+
+def to_case(item: Item) -> tuple[Invocation, Invocation | None, EvalCase]:
+    """The item as an actual invocation, an expected one (v2 items only) and its case."""
+    declarations = [_declaration(t) for t in declared_tools(item)]
+    agent = {
+        "name": AGENT,
+        "instructions": item.instructions or "",
+        "tool_declarations": [{"function_declarations": declarations}] if declarations else [],
+    }
+    actual = Invocation.model_validate(
+        {
+            "invocation_id": item.id,
+            "user_content": _text("user", item.prompt),
+            "final_response": None if item.answer is None else _text("model", item.answer),
+            "intermediate_data": {"invocation_events": _events(item.tool_calls)},
+            "app_details": {"agent_details": {AGENT: agent}},
+        }
+    )
+    expected = None
+    if item.reference is not None:
+        expected = Invocation.model_validate(
+            {
+                "invocation_id": f"{item.id}-expected",
+                "user_content": _text("user", item.prompt),
+                "final_response": _text("model", item.reference),
+            }
+        )
+    case = EvalCase(eval_id=item.id, conversation=[expected or actual])
+    return actual, expected, case
+
+
+def rubric_id(n: int) -> str:
+    """The id of an item's n-th rubric (from 1)."""
+    return f"r{n}"
+
+
+def criterion_for(name: str, item: Item, num_samples: int) -> BaseCriterion:
+    """The criterion the item is scored under (a rubric item's rubrics are the criterion's)."""
+    options = JudgeModelOptions(num_samples=num_samples)
+    if name in (RUBRIC_RESPONSE, RUBRIC_TOOLS):
+        rubrics = [
+            Rubric(rubric_id=rubric_id(n), rubric_content=RubricContent(text_property=r.text))
+            for n, r in enumerate(item.rubrics or [], 1)
+        ]
+        return RubricsBasedCriterion(
+            threshold=THRESHOLD, judge_model_options=options, rubrics=rubrics
+        )
+    if name == HALLUCINATIONS:
+        return HallucinationsCriterion(threshold=THRESHOLD, judge_model_options=options)
+    if name == SAFETY:
+        return BaseCriterion(threshold=THRESHOLD)
+    return LlmAsAJudgeCriterion(threshold=THRESHOLD, judge_model_options=options)

@@ -1,0 +1,138 @@
+"""The rubric judges: a yes/no verdict per rubric on the final answer, or on the tool use.
+
+Rubrics are listed one per line as ``[id: ID] text``; the judge answers with
+``{"verdicts": [{"id", "property", "rationale", "verdict"}]}``, one entry per rubric. The schema
+lists the ids, so a constrained decoder can only name rubrics that exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from assay.evalset.rubric import Rubric
+
+TEXT_MAX_LENGTH = 300
+
+_ANSWER_FORMAT = """\
+Reply with only this JSON object, one entry per property, in the order given:
+{"verdicts": [{"id": "<ID>", "property": "<the property's text>", \
+"rationale": "<one short sentence>", "verdict": "yes" or "no"}]}"""
+
+FINAL_RESPONSE_SYSTEM = f"""\
+You check the final answer of an AI agent against a list of properties, one verdict each.
+
+- "yes": the final answer has the property, or the property does not apply here.
+- "no": the property applies and the final answer lacks it, or what the answer claims for it \
+cannot be confirmed from trusted evidence.
+
+Trusted evidence is only the user's request, the output of tool calls that were made correctly \
+(the right tool, with right and complete arguments, for a sensible purpose) and grounding \
+metadata when given. What the agent itself says or reasons is never evidence. Check that the \
+final answer agrees with the evidence: other wording or rounding is fine, other facts are not.
+
+Judge each property on its own. The inputs: <developer_instructions> (the agent's \
+instructions), <available_tools>, <user_prompt>, <response_steps> (the tool calls made, with \
+their responses), <final_answer>, and <properties>, one per line as "[id: ID] text".
+
+{_ANSWER_FORMAT}"""
+
+TOOL_USE_SYSTEM = f"""\
+You check how an AI agent used its tools against a list of properties, one verdict each.
+
+- "yes": the agent's tool use has the property, or the property does not apply (for example, \
+it is about a call that depends on an earlier step the agent never got to).
+- "no": the property applies and the tool use lacks it.
+
+Look at which tools were called, with which arguments, in which order, and what they \
+returned, given the tools available and what the user asked. Judge each property on its own. \
+The inputs: <available_tools>, <user_prompt>, <response_steps> (the tool calls made, with \
+their responses), and <properties>, one per line as "[id: ID] text".
+
+{_ANSWER_FORMAT}"""
+
+
+def properties_text(rubrics: Sequence[Rubric]) -> str:
+    """One line per rubric: ``[id: ID] text``."""
+    return "\n".join(
+        f"[id: {rubric.rubric_id}] {rubric.rubric_content.text_property or ''}"
+        for rubric in rubrics
+    )
+
+
+def _tagged(name: str, text: str) -> str:
+    return f"<{name}>\n{text}\n</{name}>"
+
+
+def render_final_response(
+    *,
+    developer_instructions: str,
+    available_tools: str,
+    user_prompt: str,
+    response_steps: str,
+    grounding_metadata: str | None,
+    final_answer: str,
+    rubrics: Sequence[Rubric],
+) -> str:
+    """The final-response judge's user message (grounding metadata only when there is some)."""
+    sections = [
+        _tagged("developer_instructions", developer_instructions or "(none)"),
+        _tagged("available_tools", available_tools),
+        _tagged("user_prompt", user_prompt),
+        _tagged("response_steps", response_steps),
+    ]
+    if grounding_metadata is not None:
+        sections.append(_tagged("grounding_metadata", grounding_metadata))
+    sections.append(_tagged("final_answer", final_answer))
+    sections.append(_tagged("properties", properties_text(rubrics)))
+    return "\n".join(sections)
+
+
+def render_tool_use(
+    *,
+    available_tools: str,
+    user_prompt: str,
+    response_steps: str,
+    rubrics: Sequence[Rubric],
+) -> str:
+    """The tool-use judge's user message (no final answer, no developer instructions)."""
+    return "\n".join(
+        [
+            _tagged("available_tools", available_tools),
+            _tagged("user_prompt", user_prompt),
+            _tagged("response_steps", response_steps),
+            _tagged("properties", properties_text(rubrics)),
+        ]
+    )
+
+
+def schema(rubrics: Sequence[Rubric]) -> dict[str, Any]:
+    """The answer's JSON schema: exactly one verdict per rubric, ids from the list."""
+    longest = max((len(r.rubric_content.text_property or "") for r in rubrics), default=0)
+    entry = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "enum": [r.rubric_id for r in rubrics]},
+            "property": {"type": "string", "maxLength": max(TEXT_MAX_LENGTH, longest)},
+            "rationale": {"type": "string", "maxLength": TEXT_MAX_LENGTH},
+            "verdict": {"type": "string", "enum": ["yes", "no"]},
+        },
+        "required": ["id", "property", "rationale", "verdict"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "verdicts": {
+                "type": "array",
+                "items": entry,
+                "minItems": len(rubrics),
+                "maxItems": len(rubrics),
+            }
+        },
+        "required": ["verdicts"],
+        "additionalProperties": False,
+    }
+
+
+SCHEMA_NAME = "rubric_verdicts"
