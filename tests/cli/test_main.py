@@ -320,8 +320,10 @@ def test_validate_lists_each_good_file_and_exits_0(run_cli: RunCli, example: Exa
         in out
     )
     assert (
-        f"ok {example.config}: config with 2 criteria "
-        "(tool_trajectory_avg_score, response_match_score)" in out
+        f"ok {example.config}: config with 7 criteria "
+        "(tool_trajectory_avg_score, response_match_score, final_response_match_v2, "
+        "rubric_based_final_response_quality_v1, rubric_based_tool_use_quality_v1, "
+        "hallucinations_v1, safety_v1)" in out
     )
 
 

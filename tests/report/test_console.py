@@ -210,7 +210,7 @@ def test_ids_names_and_reasons_with_rich_markup_are_shown_literally() -> None:
     assert "set[/] / case [bold]x[/]" in output
     assert has_row(output, f"case {MARKUP}", f"m {MARKUP}", "-", "0.5000", "NOT_EVALUATED")
     assert f"raised {MARKUP}" in output
-    assert re.search(r"┃[^\n]*┃ m \[bold\]x\[/\]\s*┃", output)  # the detail table's column
+    assert "m [bold]x[/]: NOT_EVALUATED -" in output  # the detail table's verdict line
 
 
 def test_print_results_prints_each_set_then_the_summary_and_details_only_when_asked() -> None:

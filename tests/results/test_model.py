@@ -127,7 +127,15 @@ def test_the_assay_sections_carry_the_reasons_a_case_was_not_evaluated(
     assert notes["summary"] == {"passed": 1, "failed": 2, "not_evaluated": 1}
     assert notes["config_source"] == str(example.config)
     assert notes["eval_set_path"] == str(example.evalset)
-    assert set(notes["criteria"]) == {"tool_trajectory_avg_score", "response_match_score"}
+    assert set(notes["criteria"]) == {
+        "tool_trajectory_avg_score",
+        "response_match_score",
+        "final_response_match_v2",
+        "rubric_based_final_response_quality_v1",
+        "rubric_based_tool_use_quality_v1",
+        "hallucinations_v1",
+        "safety_v1",
+    }
     # ADK's models ignore the extra sections, and never see them at the metric level.
     adk = AdkEvalSetResult.model_validate(data)
     assert "assay" not in adk.model_dump()

@@ -19,7 +19,7 @@ from assay.metrics.base import EvalStatus, MetricInfo, MetricResult, PerInvocati
 from assay.metrics.registry import MetricRegistry, default_registry
 from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.results.traces import Traces, load_traces
-from assay.runner.evaluate import EvalSetJob, evaluate, evaluate_sync, summarize
+from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate, evaluate_sync, summarize
 
 CASES = ["forecast_paris", "book_flight_lisbon", "convert_currency", "greeting"]
 
@@ -116,7 +116,7 @@ def test_a_case_whose_trace_has_the_wrong_number_of_invocations_is_not_evaluated
 def test_an_unimplemented_known_metric_is_not_evaluated_as_not_implemented_yet(
     loaded: LoadedEvalSet, traces: Traces
 ) -> None:
-    config = parse_config({"criteria": {"final_response_match_v2": 0.8}})
+    config = parse_config({"criteria": {"multi_turn_task_success_v1": 0.8}})
 
     [result] = evaluate_sync([EvalSetJob(loaded, config)], traces)
 
@@ -124,14 +124,14 @@ def test_an_unimplemented_known_metric_is_not_evaluated_as_not_implemented_yet(
         [judge] = [
             m
             for m in case.overall_eval_metric_results
-            if m.metric_name == "final_response_match_v2"
+            if m.metric_name == "multi_turn_task_success_v1"
         ]
         assert (judge.score, judge.eval_status, judge.threshold) == (
             None,
             EvalStatus.NOT_EVALUATED,
             0.8,
         )
-        assert case.assay.metric_reasons["final_response_match_v2"] == "not implemented yet"
+        assert case.assay.metric_reasons["multi_turn_task_success_v1"] == "not implemented yet"
         assert case.final_eval_status is EvalStatus.NOT_EVALUATED
 
 
@@ -296,9 +296,10 @@ def test_evaluate_sync_gives_what_asyncio_run_of_evaluate_gives(
     job: EvalSetJob, example: Example
 ) -> None:
     traces = load_traces([example.regressed])
+    fresh = JudgeSettings(cache=False)  # a cached second run would differ in its usage counts
 
-    synced = evaluate_sync([job], traces, concurrency=3)
-    awaited = asyncio.run(evaluate([job], traces, concurrency=3))
+    synced = evaluate_sync([job], traces, concurrency=3, judges=fresh)
+    awaited = asyncio.run(evaluate([job], traces, concurrency=3, judges=fresh))
 
     assert comparable(synced) == comparable(awaited)
     assert comparable(synced)[0]["eval_case_results"][3]["final_eval_status"] == 3

@@ -294,15 +294,15 @@ def test_a_case_with_no_actual_invocations_is_not_evaluated_for_the_reason_given
 
 def test_an_unimplemented_known_metric_is_not_evaluated_as_not_implemented_yet() -> None:
     case = make_case(invocation("a", answer="hello there"))
-    metrics = builtin({"final_response_match_v2": 0.8, "response_match_score": 0.5})
+    metrics = builtin({"multi_turn_task_success_v1": 0.8, "response_match_score": 0.5})
 
     result = score(case, actual_of(case), metrics)
 
     assert overall(result) == {
-        "final_response_match_v2": (None, N),
+        "multi_turn_task_success_v1": (None, N),
         "response_match_score": (1.0, P),
     }
-    assert result.assay.metric_reasons == {"final_response_match_v2": "not implemented yet"}
+    assert result.assay.metric_reasons == {"multi_turn_task_success_v1": "not implemented yet"}
     assert result.final_eval_status is P
 
 

@@ -27,7 +27,7 @@ from assay.metrics.base import EvalStatus
 from assay.report.console import print_results
 from assay.results.model import EvalSetResult, RunSummary
 from assay.results.traces import Traces, load_traces
-from assay.runner.evaluate import EvalSetJob, evaluate_sync
+from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate_sync
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -156,6 +156,41 @@ def cli() -> None:
     type=click.IntRange(min=1),
     help="Cases scored at once.",
 )
+@click.option(
+    "--judge-model",
+    envvar="ASSAY_JUDGE_MODEL",
+    help="LLM judge for every judged metric: openai:MODEL, ollama:MODEL, litellm:MODEL, "
+    "gemini-2.5-flash, local: (embedded), local:FILE.gguf, scripted:FILE. "
+    "Default: the criterion's judge_model, else gemini-2.5-flash with Gemini credentials, "
+    "else the embedded local judge. Env: ASSAY_JUDGE_MODEL.",
+)
+@click.option(
+    "--judge-concurrency",
+    default=8,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Judge calls in flight at once, per judge model.",
+)
+@click.option(
+    "--judge-timeout",
+    default=120.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds one judge call may take before it is retried.",
+)
+@click.option(
+    "--judge-attempts",
+    default=4,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Attempts per judge call (429s, 5xx, timeouts and dropped connections are retried "
+    "with backoff).",
+)
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Call the judge even when .assay/cache.sqlite holds the same request's response.",
+)
 def eval_command(
     eval_sets: tuple[str, ...],
     config_path: str | None,
@@ -163,6 +198,11 @@ def eval_command(
     output_path: str | None,
     print_detailed_results: bool,
     concurrency: int,
+    judge_model: str | None,
+    judge_concurrency: int,
+    judge_timeout: float,
+    judge_attempts: int,
+    no_cache: bool,
 ) -> None:
     """Score EVALSET files against recorded traces and print a results table."""
     console = _console()
@@ -190,7 +230,14 @@ def eval_command(
         )
         for warning in job.loaded.warnings:
             console.print(f"  [yellow]warning:[/] {escape(str(warning))}")
-    results = evaluate_sync(jobs, traces, concurrency=concurrency)
+    judges = JudgeSettings(
+        model=judge_model or None,
+        concurrency=judge_concurrency,
+        timeout_s=judge_timeout,
+        max_attempts=judge_attempts,
+        cache=not no_cache,
+    )
+    results = evaluate_sync(jobs, traces, concurrency=concurrency, judges=judges)
     summary = _total(results)
     print_results(console, results, summary, detailed=print_detailed_results)
     if output_path:

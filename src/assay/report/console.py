@@ -11,6 +11,7 @@ from rich.table import Table
 
 from assay.evalset.content import content_text
 from assay.evalset.invocation import Invocation
+from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
 from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult, RunSummary
 
@@ -80,6 +81,38 @@ def results_table(result: EvalSetResult) -> Table:
     return table
 
 
+def judges_line(result: EvalSetResult) -> str | None:
+    """Which judge scored which metric (``final_response_match_v2: local: (embedded)``), or
+    None when no metric asked a judge."""
+    if result.assay is None or not result.assay.judges:
+        return None
+    parts = []
+    for metric, info in result.assay.judges.items():
+        if info.model is not None:
+            parts.append(
+                f"{escape(metric)}: [bold]{escape(info.model)}[/] ({escape(info.source or '')})"
+            )
+        else:
+            parts.append(f"{escape(metric)}: [yellow]no judge[/]")
+    return "judges: " + "; ".join(parts)
+
+
+def usage_line(results: Sequence[EvalSetResult]) -> str | None:
+    """LLM calls, cache hits, retries and tokens over the run, or None when there were none."""
+    total = TokenUsage()
+    for result in results:
+        if result.assay is not None:
+            for usage in result.assay.usage.values():
+                total = total + usage
+    if total.calls == 0 and total.cache_hits == 0:
+        return None
+    return (
+        f"judge calls: {total.calls} ({total.cache_hits} answered from the cache, "
+        f"{total.retries} retries); tokens: {total.prompt_tokens:,} in, "
+        f"{total.completion_tokens:,} out"
+    )
+
+
 def summary_line(summary: RunSummary) -> str:
     """``N passed, N failed, N not evaluated`` with colour."""
     return (
@@ -98,7 +131,8 @@ def _calls(invocation: Invocation | None) -> str:
 
 
 def detail_table(case: EvalCaseResult) -> Table:
-    """Per invocation: prompt, expected and actual response and tool calls, each metric's verdict."""
+    """Per invocation: prompt, expected and actual response and tool calls, and every metric's
+    verdict on it (one line per metric, so the table stays readable with many metrics)."""
     table = Table(
         title=escape(f"{case.eval_set_id} / {case.eval_id}"), title_justify="left", show_lines=True
     )
@@ -110,24 +144,21 @@ def detail_table(case: EvalCaseResult) -> Table:
         "actual_tool_calls",
     ):
         table.add_column(column, overflow="fold", max_width=28)
-    metric_names = [m.metric_name for m in case.overall_eval_metric_results]
-    for name in metric_names:
-        table.add_column(escape(name), overflow="fold")
+    table.add_column("verdicts", overflow="fold")
     for row in case.eval_metric_result_per_invocation:
         actual, expected = row.actual_invocation, row.expected_invocation
-        verdicts = {m.metric_name: m for m in row.eval_metric_results}
+        verdicts = "\n".join(
+            f"{escape(m.metric_name)}: {status_text(m.eval_status)} {format_score(m.score)}"
+            for m in row.eval_metric_results
+            if _shown(m)
+        )
         table.add_row(
             escape(content_text(actual.user_content)),
             escape(content_text(expected.final_response) if expected else ""),
             escape(content_text(actual.final_response)),
             escape(_calls(expected)),
             escape(_calls(actual)),
-            *(
-                f"{status_text(verdicts[n].eval_status)}\n{format_score(verdicts[n].score)}"
-                if n in verdicts
-                else "-"
-                for n in metric_names
-            ),
+            verdicts,
         )
     return table
 
@@ -138,9 +169,15 @@ def print_results(
     """Print every set's table (and detail tables), then the summary line."""
     for result in results:
         console.print(results_table(result))
+        judges = judges_line(result)
+        if judges:
+            console.print(judges)
         if detailed:
             for case in result.eval_case_results:
                 if case.eval_metric_result_per_invocation:
                     console.print(detail_table(case))
         console.print()
+    usage = usage_line(results)
+    if usage:
+        console.print(usage)
     console.print(summary_line(summary))

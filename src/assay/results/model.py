@@ -15,6 +15,7 @@ from pydantic import Field
 from assay.evalset._base import AssayModel
 from assay.evalset.invocation import Invocation
 from assay.evalset.rubric import RubricScore
+from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
 from assay.metrics.notes import MetricNotes
 
@@ -87,8 +88,17 @@ class RunSummary(AssayModel):
         return self.passed + self.failed + self.not_evaluated
 
 
+class JudgeInfo(AssayModel):
+    """Which LLM judged a metric and why it was chosen, or why the metric had no judge."""
+
+    model: str | None = None
+    source: str | None = None
+    unavailable: str | None = None
+
+
 class SetNotes(AssayModel):
-    """assay's additions to an eval-set result: provenance, config, summary, timing."""
+    """assay's additions to an eval-set result: provenance, config, summary, timing, the judges
+    and the tokens they used."""
 
     version: str
     eval_set_path: str | None = None
@@ -97,6 +107,8 @@ class SetNotes(AssayModel):
     summary: RunSummary = Field(default_factory=RunSummary)
     duration_s: float = 0.0
     warnings: list[str] = Field(default_factory=list)
+    judges: dict[str, JudgeInfo] = Field(default_factory=dict)
+    usage: dict[str, TokenUsage] = Field(default_factory=dict)
 
 
 class EvalSetResult(AssayModel):

@@ -2,23 +2,29 @@
 
 Inference (running an agent) and scoring are separate stages; today the actual invocations come
 from recorded traces. Cases are scored concurrently up to ``concurrency`` and come back in the
-order of the eval set.
+order of the eval set. LLM-judged metrics get their judge from a :class:`JudgeProvider`; by default
+a pool built from :class:`JudgeSettings` (one client per judge model, shared limits, the response
+cache), opened and closed inside the run's event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from assay._version import __version__
-from assay.config import INFORMATIONAL_METRICS, EvalConfig, default_config
+from assay.config import INFORMATIONAL_METRICS, BaseCriterion, EvalConfig, default_config
 from assay.evalset.case import EvalCase
 from assay.evalset.io import LoadedEvalSet
+from assay.llm.base import TokenUsage
+from assay.llm.judge import Judge
 from assay.metrics.base import EvalStatus
-from assay.metrics.registry import MetricRegistry, default_registry
-from assay.results.model import EvalCaseResult, EvalSetResult, RunSummary, SetNotes
+from assay.metrics.registry import JudgeProvider, MetricRegistry, default_registry
+from assay.results.model import EvalCaseResult, EvalSetResult, JudgeInfo, RunSummary, SetNotes
 from assay.results.traces import Traces
 from assay.runner.scoring import ConfiguredMetric, score_case
 
@@ -35,11 +41,45 @@ class EvalSetJob:
 CaseCallback = Callable[[EvalSetJob, EvalCaseResult], None]
 
 
-def configured_metrics(config: EvalConfig, registry: MetricRegistry) -> list[ConfiguredMetric]:
+@dataclass(frozen=True)
+class JudgeSettings:
+    """How LLM judges are chosen and called (the CLI's ``--judge-*`` and ``--no-cache``).
+
+    ``model`` overrides every criterion's judge (``--judge-model``; else ``ASSAY_JUDGE_MODEL``);
+    ``concurrency`` bounds calls in flight per judge model; ``timeout_s`` bounds one attempt and
+    ``max_attempts`` the attempts of one call; ``cache`` keeps responses in ``cache_path``
+    (default ``.assay/cache.sqlite``) so an unchanged re-run makes no LLM call.
+    """
+
+    model: str | None = None
+    concurrency: int = 8
+    timeout_s: float = 120.0
+    max_attempts: int = 4
+    cache: bool = True
+    cache_path: Path | None = None
+    env: Mapping[str, str] | None = None
+
+
+class _RecordingProvider:
+    """Remembers which judge (or which reason for none) each metric got."""
+
+    def __init__(self, inner: JudgeProvider) -> None:
+        self.inner = inner
+        self.seen: dict[str, Judge | str] = {}
+
+    def judge_for(self, metric: str, criterion: BaseCriterion | None) -> Judge | str:
+        choice = self.inner.judge_for(metric, criterion)
+        self.seen[metric] = choice
+        return choice
+
+
+def configured_metrics(
+    config: EvalConfig, registry: MetricRegistry, judges: JudgeProvider | None = None
+) -> list[ConfiguredMetric]:
     """The metrics a config asks for, in config order, then ADK's informational efficiency
     metrics (tool calls, model calls, tokens, duration), which are reported on every run."""
     metrics = [
-        ConfiguredMetric(name, criterion, registry.create(name, criterion))
+        ConfiguredMetric(name, criterion, registry.create(name, criterion, judges))
         for name, criterion in config.criteria.items()
     ]
     metrics += [
@@ -69,16 +109,35 @@ def _app_name(cases: Sequence[EvalCase]) -> str:
     return "assay"
 
 
+def _judge_infos(seen: Mapping[str, Judge | str]) -> dict[str, JudgeInfo]:
+    return {
+        metric: JudgeInfo(unavailable=judge)
+        if isinstance(judge, str)
+        else JudgeInfo(model=judge.model, source=judge.source)
+        for metric, judge in seen.items()
+    }
+
+
+def _usage_by_metric(results: Sequence[EvalCaseResult]) -> dict[str, TokenUsage]:
+    usage: dict[str, TokenUsage] = {}
+    for case in results:
+        for metric, notes in case.assay.metrics.items():
+            usage[metric] = usage.get(metric, TokenUsage()) + notes.usage
+    return usage
+
+
 async def _evaluate_set(
     job: EvalSetJob,
     traces: Traces,
     registry: MetricRegistry,
     semaphore: asyncio.Semaphore,
     on_case: CaseCallback | None,
+    judges: JudgeProvider | None,
 ) -> EvalSetResult:
     started = time.perf_counter()
     eval_set = job.loaded.eval_set
-    metrics = configured_metrics(job.config, registry)
+    recording = _RecordingProvider(judges) if judges is not None else None
+    metrics = configured_metrics(job.config, registry, recording)
     sources = ", ".join(traces.sources) or "the traces"
 
     async def one(case: EvalCase) -> EvalCaseResult:
@@ -106,8 +165,43 @@ async def _evaluate_set(
             criteria={k: v.model_dump(mode="json") for k, v in job.config.criteria.items()},
             summary=summarize(case_results),
             duration_s=round(time.perf_counter() - started, 6),
+            judges=_judge_infos(recording.seen) if recording is not None else {},
+            usage=_usage_by_metric(case_results),
         ),
     )
+
+
+async def _with_judge_pool(
+    settings: JudgeSettings,
+    run: Callable[[JudgeProvider], Awaitable[list[EvalSetResult]]],
+) -> list[EvalSetResult]:
+    """Open the judge pool (and its response cache) for one run, and close both after it."""
+    from assay.llm.cache import ResponseCache
+    from assay.llm.client import RetryPolicy
+    from assay.llm.selection import JudgePool
+
+    env = settings.env if settings.env is not None else os.environ
+    cache = None
+    if settings.cache:
+        cache = ResponseCache(settings.cache_path or ResponseCache.default_path(env))
+    pool = JudgePool(
+        override=settings.model,
+        env=env,
+        concurrency=settings.concurrency,
+        timeout_s=settings.timeout_s,
+        retry=RetryPolicy(max_attempts=settings.max_attempts),
+        cache=cache,
+    )
+    try:
+        return await run(pool)
+    finally:
+        await pool.aclose()
+        if cache is not None:
+            cache.close()
+
+
+def _needs_judge(jobs: Sequence[EvalSetJob], registry: MetricRegistry) -> bool:
+    return any(registry.is_judged(name) for job in jobs for name in job.config.criteria)
 
 
 async def evaluate(
@@ -117,13 +211,28 @@ async def evaluate(
     registry: MetricRegistry | None = None,
     concurrency: int = 8,
     on_case: CaseCallback | None = None,
+    judges: JudgeProvider | JudgeSettings | None = None,
 ) -> list[EvalSetResult]:
-    """Score every case of every eval set against its recorded trace; one result per set."""
+    """Score every case of every eval set against its recorded trace; one result per set.
+
+    ``judges`` is a provider to use as it is, or the settings of the judge pool this run opens
+    (and closes) itself; by default :class:`JudgeSettings` ``()``.
+    """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     registry = registry or default_registry()
     semaphore = asyncio.Semaphore(concurrency)
-    return [await _evaluate_set(job, traces, registry, semaphore, on_case) for job in jobs]
+
+    async def run(provider: JudgeProvider | None) -> list[EvalSetResult]:
+        return [
+            await _evaluate_set(j, traces, registry, semaphore, on_case, provider) for j in jobs
+        ]
+
+    if isinstance(judges, JudgeSettings) or judges is None:
+        if not _needs_judge(jobs, registry):
+            return await run(None)
+        return await _with_judge_pool(judges or JudgeSettings(), run)
+    return await run(judges)
 
 
 def evaluate_sync(
@@ -133,8 +242,16 @@ def evaluate_sync(
     registry: MetricRegistry | None = None,
     concurrency: int = 8,
     on_case: CaseCallback | None = None,
+    judges: JudgeProvider | JudgeSettings | None = None,
 ) -> list[EvalSetResult]:
     """:func:`evaluate` for code that is not async."""
     return asyncio.run(
-        evaluate(jobs, traces, registry=registry, concurrency=concurrency, on_case=on_case)
+        evaluate(
+            jobs,
+            traces,
+            registry=registry,
+            concurrency=concurrency,
+            on_case=on_case,
+            judges=judges,
+        )
     )

@@ -141,6 +141,8 @@ async def score_case(
         )
         if result.reason and result.status is EvalStatus.NOT_EVALUATED:
             notes.metric_reasons[configured.name] = result.reason
+        if result.notes is not None:
+            notes.metrics[configured.name] = result.notes
         for i, row in enumerate(rows):
             entry = result.per_invocation[i] if i < len(result.per_invocation) else None
             row.eval_metric_results.append(_invocation_row(configured, result, entry))
