@@ -1,0 +1,175 @@
+"""Which judge each metric gets, and the pool of clients the judges share.
+
+The judge model of a metric is, first to last:
+
+1. ``--judge-model`` (the ``override``);
+2. ``ASSAY_JUDGE_MODEL`` in the environment;
+3. the criterion's ``judge_model_options.judge_model``, when the config set it;
+4. ADK's default, ``gemini-2.5-flash``, when google-genai is installed and Gemini credentials
+   are set;
+5. ``local:``, the embedded offline judge, when llama-cpp-python and its model are installed;
+6. none: the metric is NOT_EVALUATED, with a reason that says how to get a judge.
+
+Steps 4 and 5 only check what is installed and set; nothing is imported, built or loaded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from assay.config import DEFAULT_JUDGE_MODEL, BaseCriterion, LlmAsAJudgeCriterion
+from assay.llm.backends.gemini import gemini_credentials, genai_available
+from assay.llm.backends.local import INSTALL_LLAMA, llama_available
+from assay.llm.base import LlmBackend, LlmUnavailableError, UsageLedger
+from assay.llm.cache import ResponseCache
+from assay.llm.client import LlmClient, RetryPolicy
+from assay.llm.judge import Judge
+from assay.llm.models import DEFAULT_MODEL, installed
+from assay.llm.registry import resolve_backend
+
+JudgeSource = Literal["--judge-model", "ASSAY_JUDGE_MODEL", "config", "default", "embedded"]
+
+EMBEDDED_MODEL = "local:"
+
+
+@dataclass(frozen=True)
+class JudgeChoice:
+    """A judge model and why it was chosen (``source``, one of :data:`JudgeSource`)."""
+
+    model: str
+    source: str
+
+
+def no_judge_reason() -> str:
+    """Why there is no judge, and the ways to get one."""
+    return (
+        "no judge model: pass --judge-model (or set ASSAY_JUDGE_MODEL) to "
+        "openai:<model> (OPENAI_API_KEY) or ollama:<model> (a local Ollama server); "
+        "or set GOOGLE_API_KEY for ADK's default gemini-2.5-flash (pip install 'assay[gemini]'); "
+        f"or install the offline judge: {INSTALL_LLAMA} and its model: {DEFAULT_MODEL.install}"
+    )
+
+
+def configured_judge_model(criterion: BaseCriterion | None) -> str | None:
+    """The criterion's judge model when the config set it explicitly, else None."""
+    if not isinstance(criterion, LlmAsAJudgeCriterion):
+        return None
+    options = criterion.judge_model_options
+    if "judge_model_options" in criterion.model_fields_set and (
+        "judge_model" in options.model_fields_set
+    ):
+        return options.judge_model
+    return None
+
+
+def choose_judge_model(
+    criterion: BaseCriterion | None, *, override: str | None, env: Mapping[str, str]
+) -> JudgeChoice | str:
+    """The judge model for a metric configured by ``criterion``, or why there is none."""
+    if override and override.strip():
+        return JudgeChoice(override.strip(), "--judge-model")
+    from_env = env.get("ASSAY_JUDGE_MODEL", "").strip()
+    if from_env:
+        return JudgeChoice(from_env, "ASSAY_JUDGE_MODEL")
+    configured = configured_judge_model(criterion)
+    if configured is not None:
+        return JudgeChoice(configured, "config")
+    if genai_available() and gemini_credentials(env) is not None:
+        return JudgeChoice(DEFAULT_JUDGE_MODEL, "default")
+    if llama_available() and installed(DEFAULT_MODEL):
+        return JudgeChoice(EMBEDDED_MODEL, "embedded")
+    return no_judge_reason()
+
+
+@dataclass
+class _Resolved:
+    client: LlmClient | None = None
+    reason: str | None = None
+
+
+class JudgePool:
+    """Hands each judged metric a :class:`~assay.llm.judge.Judge`, sharing one
+    :class:`~assay.llm.client.LlmClient` per model string (so ``concurrency`` bounds all calls
+    to one model) and one :class:`~assay.llm.base.UsageLedger`.
+
+    A model whose backend cannot be made (a missing key or extra) is tried once; every metric
+    that chose it gets the same reason string. ``backend_factory`` makes a backend from a model
+    string (default: :func:`~assay.llm.registry.resolve_backend` with this pool's ``env``).
+    """
+
+    def __init__(
+        self,
+        *,
+        override: str | None = None,
+        env: Mapping[str, str] | None = None,
+        concurrency: int = 8,
+        timeout_s: float = 120.0,
+        retry: RetryPolicy | None = None,
+        cache: ResponseCache | None = None,
+        backend_factory: Callable[[str], LlmBackend] | None = None,
+    ) -> None:
+        self.override = override
+        self.env: Mapping[str, str] = dict(os.environ) if env is None else env
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self.retry = retry
+        self.cache = cache
+        self.backend_factory = backend_factory
+        self.ledger = UsageLedger()
+        self._choices: dict[str, JudgeChoice] = {}
+        self._resolved: dict[str, _Resolved] = {}
+
+    def judge_for(self, metric: str, criterion: BaseCriterion | None) -> Judge | str:
+        """The judge for ``metric``, or why it has none (a NOT_EVALUATED reason)."""
+        choice = choose_judge_model(criterion, override=self.override, env=self.env)
+        if isinstance(choice, str):
+            return choice
+        self._choices[metric] = choice
+        resolved = self._resolve(choice.model)
+        if resolved.client is None:
+            return resolved.reason or f"judge {choice.model} unavailable"
+        return Judge(resolved.client, metric, choice.source, self.ledger)
+
+    def models(self) -> dict[str, JudgeChoice]:
+        """The judge chosen for each metric asked about so far."""
+        return dict(self._choices)
+
+    async def aclose(self) -> None:
+        """Close every client (and its backend)."""
+        clients = [r.client for r in self._resolved.values() if r.client is not None]
+        self._resolved.clear()
+        for client in clients:
+            await client.aclose()
+
+    def _backend(self, model: str) -> LlmBackend:
+        if self.backend_factory is not None:
+            return self.backend_factory(model)
+        return resolve_backend(model, env=self.env)
+
+    def _resolve(self, model: str) -> _Resolved:
+        if model not in self._resolved:
+            try:
+                backend = self._backend(model)
+            except LlmUnavailableError as exc:
+                self._resolved[model] = _Resolved(reason=f"judge {model} unavailable: {exc}")
+            else:
+                self._resolved[model] = _Resolved(client=self._client(backend))
+        return self._resolved[model]
+
+    def _client(self, backend: LlmBackend) -> LlmClient:
+        # A local model answers one call at a time, so queueing more only runs out their timeout.
+        concurrency = 1 if backend.name == "local" else self.concurrency
+        if self.retry is None:
+            return LlmClient(
+                backend, concurrency=concurrency, timeout_s=self.timeout_s, cache=self.cache
+            )
+        return LlmClient(
+            backend,
+            concurrency=concurrency,
+            timeout_s=self.timeout_s,
+            retry=self.retry,
+            cache=self.cache,
+        )

