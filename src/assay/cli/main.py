@@ -158,7 +158,6 @@ def cli() -> None:
 )
 @click.option(
     "--judge-model",
-    envvar="ASSAY_JUDGE_MODEL",
     help="LLM judge for every judged metric: openai:MODEL, ollama:MODEL, litellm:MODEL, "
     "gemini-2.5-flash, local: (embedded), local:FILE.gguf, scripted:FILE. "
     "Default: the criterion's judge_model, else gemini-2.5-flash with Gemini credentials, "
@@ -173,10 +172,9 @@ def cli() -> None:
 )
 @click.option(
     "--judge-timeout",
-    default=120.0,
-    show_default=True,
     type=click.FloatRange(min=0, min_open=True),
-    help="Seconds one judge call may take before it is retried.",
+    help="Seconds one judge call may take before it is retried "
+    "[default: 120; 600 for the embedded local judge].",
 )
 @click.option(
     "--judge-attempts",
@@ -200,7 +198,7 @@ def eval_command(
     concurrency: int,
     judge_model: str | None,
     judge_concurrency: int,
-    judge_timeout: float,
+    judge_timeout: float | None,
     judge_attempts: int,
     no_cache: bool,
 ) -> None:

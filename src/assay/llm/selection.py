@@ -15,6 +15,7 @@ Steps 4 and 5 only check what is installed and set; nothing is imported, built o
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -90,6 +91,12 @@ class _Resolved:
     reason: str | None = None
 
 
+REMOTE_TIMEOUT_S = 120.0
+"""Seconds one attempt at a remote judge may take, unless the run says otherwise."""
+LOCAL_TIMEOUT_S = 600.0
+"""Seconds one call to the embedded judge may take (a long prompt on 2 CPU cores is slow)."""
+
+
 class JudgePool:
     """Hands each judged metric a :class:`~assay.llm.judge.Judge`, sharing one
     :class:`~assay.llm.client.LlmClient` per model string (so ``concurrency`` bounds all calls
@@ -106,7 +113,7 @@ class JudgePool:
         override: str | None = None,
         env: Mapping[str, str] | None = None,
         concurrency: int = 8,
-        timeout_s: float = 120.0,
+        timeout_s: float | None = None,
         retry: RetryPolicy | None = None,
         cache: ResponseCache | None = None,
         backend_factory: Callable[[str], LlmBackend] | None = None,
@@ -160,16 +167,14 @@ class JudgePool:
         return self._resolved[model]
 
     def _client(self, backend: LlmBackend) -> LlmClient:
-        # A local model answers one call at a time, so queueing more only runs out their timeout.
-        concurrency = 1 if backend.name == "local" else self.concurrency
-        if self.retry is None:
-            return LlmClient(
-                backend, concurrency=concurrency, timeout_s=self.timeout_s, cache=self.cache
-            )
+        # A local model answers one call at a time, so queueing more only runs out their timeout;
+        # and on a CPU one long judge prompt takes minutes, not seconds.
+        local = backend.name == "local"
+        concurrency = 1 if local else self.concurrency
+        timeout = self.timeout_s or (LOCAL_TIMEOUT_S if local else REMOTE_TIMEOUT_S)
+        retry = self.retry or RetryPolicy()
+        if retry.deadline_s < timeout:
+            retry = dataclasses.replace(retry, deadline_s=timeout)
         return LlmClient(
-            backend,
-            concurrency=concurrency,
-            timeout_s=self.timeout_s,
-            retry=self.retry,
-            cache=self.cache,
+            backend, concurrency=concurrency, timeout_s=timeout, retry=retry, cache=self.cache
         )

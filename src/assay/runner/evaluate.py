@@ -46,14 +46,14 @@ class JudgeSettings:
     """How LLM judges are chosen and called (the CLI's ``--judge-*`` and ``--no-cache``).
 
     ``model`` overrides every criterion's judge (``--judge-model``; else ``ASSAY_JUDGE_MODEL``);
-    ``concurrency`` bounds calls in flight per judge model; ``timeout_s`` bounds one attempt and
-    ``max_attempts`` the attempts of one call; ``cache`` keeps responses in ``cache_path``
+    ``concurrency`` bounds calls in flight per judge model; ``timeout_s`` bounds one attempt
+    (default 120 s, 600 s for the embedded judge) and ``max_attempts`` the attempts of one call; ``cache`` keeps responses in ``cache_path``
     (default ``.assay/cache.sqlite``) so an unchanged re-run makes no LLM call.
     """
 
     model: str | None = None
     concurrency: int = 8
-    timeout_s: float = 120.0
+    timeout_s: float | None = None
     max_attempts: int = 4
     cache: bool = True
     cache_path: Path | None = None

@@ -7,7 +7,7 @@ from typing import Any
 VALID_FIELD = "is_the_agent_response_valid"
 """The verdict's key (ADK's own name, so ADK-style answers parse too)."""
 
-REASONING_MAX_LENGTH = 300
+REASONING_MAX_LENGTH = 150
 
 SYSTEM = f"""\
 You grade one answer of an AI agent. A person wrote a reference answer that is known to be \

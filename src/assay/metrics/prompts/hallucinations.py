@@ -15,7 +15,7 @@ from typing import Any
 LABELS = ("supported", "unsupported", "contradictory", "disputed", "not_applicable")
 """The labels the validator may give a sentence."""
 
-_TEXT_LIMIT = 300  # characters, for the free-text fields of the validator's answer
+_TEXT_LIMIT = 150  # characters, for the free-text fields of the validator's answer
 
 SEGMENTER_INSTRUCTIONS = """\
 Split an AI assistant's answer into sentences so that each one can be fact-checked on its own.

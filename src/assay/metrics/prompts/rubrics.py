@@ -1,7 +1,8 @@
 """The rubric judges: a yes/no verdict per rubric on the final answer, or on the tool use.
 
 Rubrics are listed one per line as ``[id: ID] text``; the judge answers with
-``{"verdicts": [{"id", "property", "rationale", "verdict"}]}``, one entry per rubric. The schema
+``{"verdicts": [{"id", "rationale", "verdict"}]}`` (the property is named by its id, not
+copied: copying costs generated tokens), one entry per rubric. The schema
 lists the ids, so a constrained decoder can only name rubrics that exist.
 """
 
@@ -12,12 +13,11 @@ from typing import Any
 
 from assay.evalset.rubric import Rubric
 
-TEXT_MAX_LENGTH = 300
+TEXT_MAX_LENGTH = 150  # characters; every generated token costs ~0.1 s on the embedded judge
 
 _ANSWER_FORMAT = """\
 Reply with only this JSON object, one entry per property, in the order given:
-{"verdicts": [{"id": "<ID>", "property": "<the property's text>", \
-"rationale": "<one short sentence>", "verdict": "yes" or "no"}]}"""
+{"verdicts": [{"id": "<ID>", "rationale": "<one short sentence>", "verdict": "yes" or "no"}]}"""
 
 FINAL_RESPONSE_SYSTEM = f"""\
 You check the final answer of an AI agent against a list of properties, one verdict each.
@@ -108,16 +108,14 @@ def render_tool_use(
 
 def schema(rubrics: Sequence[Rubric]) -> dict[str, Any]:
     """The answer's JSON schema: exactly one verdict per rubric, ids from the list."""
-    longest = max((len(r.rubric_content.text_property or "") for r in rubrics), default=0)
     entry = {
         "type": "object",
         "properties": {
             "id": {"type": "string", "enum": [r.rubric_id for r in rubrics]},
-            "property": {"type": "string", "maxLength": max(TEXT_MAX_LENGTH, longest)},
             "rationale": {"type": "string", "maxLength": TEXT_MAX_LENGTH},
             "verdict": {"type": "string", "enum": ["yes", "no"]},
         },
-        "required": ["id", "property", "rationale", "verdict"],
+        "required": ["id", "rationale", "verdict"],
         "additionalProperties": False,
     }
     return {

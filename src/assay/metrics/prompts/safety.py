@@ -26,7 +26,7 @@ Reply with JSON only: {"reasoning": "<one short sentence>", "verdict": "safe" or
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "reasoning": {"type": "string", "maxLength": 300},
+        "reasoning": {"type": "string", "maxLength": 150},
         "verdict": {"type": "string", "enum": list(VERDICTS)},
     },
     "required": ["reasoning", "verdict"],

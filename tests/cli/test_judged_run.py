@@ -1,0 +1,205 @@
+"""``assay eval`` with LLM judges served over real HTTP on 127.0.0.1, faults included.
+
+Each case of the example meets a different fault: the judge answers 500 for every call about
+Paris, hangs past the timeout for the greeting, answers 429 with Retry-After once and then
+approves for the currency case, and answers text with no verdict for the flight booking. The run
+must finish, keep every case, record each failure as NOT_EVALUATED with its reason, and make
+exactly the configured number of attempts.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _judge_server import JudgeServer, Reply
+from _judges import approve, reject
+from _support import Example, RunCli
+
+from assay.metrics.base import EvalStatus
+
+JUDGED = (
+    "final_response_match_v2",
+    "rubric_based_final_response_quality_v1",
+    "rubric_based_tool_use_quality_v1",
+    "hallucinations_v1",
+    "safety_v1",
+)
+
+
+def _user_text(body: dict[str, Any]) -> str:
+    return " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+
+
+class FaultyJudge:
+    """Replies by case: Paris -> 500, greeting -> hang, yen -> 429 once then approve,
+    Lisbon booking -> no verdict in the text; everything else approved."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.throttled: set[str] = set()
+
+    def __call__(self, body: dict[str, Any]) -> Reply | str:
+        text = _user_text(body)
+        if "Paris" in text:
+            return Reply.error(500, "the judge fell over")
+        if "Who are you" in text:
+            return Reply.hang(5.0)
+        if "yen" in text:
+            key = json.dumps(body, sort_keys=True)
+            with self.lock:
+                first = key not in self.throttled
+                self.throttled.add(key)
+            if first:
+                return Reply.error(429, "slow down", headers={"Retry-After": "1"})
+        if "Lisbon" in text:
+            return "I think the agent did fine, but I would rather not say."
+        return approve(body)
+
+
+def _results(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def _metric(case: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(m for m in case["overall_eval_metric_results"] if m["metric_name"] == name)
+
+
+@pytest.fixture
+def faulty_judge(monkeypatch: pytest.MonkeyPatch) -> Any:
+    with JudgeServer(reply=FaultyJudge()) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        yield server
+
+
+def test_judge_faults_become_not_evaluated_with_reasons_and_the_run_keeps_everything(
+    run_cli: RunCli, example: Example, tmp_path: Path, faulty_judge: JudgeServer
+) -> None:
+    out = tmp_path / "results.json"
+    run = run_cli(
+        "eval",
+        example.evalset,
+        "--traces",
+        example.traces,
+        "--judge-timeout",
+        "0.5",
+        "--judge-attempts",
+        "2",
+        "--output",
+        out,
+    )
+
+    assert run.code == 1, run.output
+    data = _results(out)
+    cases = {c["eval_id"]: c for c in data["eval_case_results"]}
+    assert list(cases) == ["forecast_paris", "book_flight_lisbon", "convert_currency", "greeting"]
+    # The deterministic metrics are untouched by the judge's faults.
+    for case in cases.values():
+        assert _metric(case, "tool_trajectory_avg_score")["eval_status"] == EvalStatus.PASSED
+
+    paris = cases["forecast_paris"]["assay"]["metric_reasons"]
+    for name in JUDGED:
+        assert _metric(cases["forecast_paris"], name)["eval_status"] == EvalStatus.NOT_EVALUATED
+    assert "gave up after 2 attempts" in paris["final_response_match_v2"]
+    assert "HTTP 500" in paris["final_response_match_v2"]
+
+    greeting = cases["greeting"]["assay"]["metric_reasons"]
+    assert "timed out" in greeting["safety_v1"]
+
+    # 429 with Retry-After, then a verdict: every judged metric scored and passed.
+    currency = cases["convert_currency"]
+    for name in JUDGED:
+        assert _metric(currency, name)["eval_status"] == EvalStatus.PASSED, name
+    usage = currency["assay"]["metrics"]["safety_v1"]["usage"]
+    assert usage["retries"] == 1
+
+    # No verdict in the text: the sample keeps the raw text and a reason, never a score.
+    lisbon = cases["book_flight_lisbon"]["assay"]
+    v2 = lisbon["metrics"]["final_response_match_v2"]["per_invocation"][0]["samples"][0]
+    assert v2["text"] == "I think the agent did fine, but I would rather not say."
+    assert "score" not in v2 and v2["reason"]
+    assert _metric(cases["book_flight_lisbon"], "final_response_match_v2")["eval_status"] == (
+        EvalStatus.NOT_EVALUATED
+    )
+    assert lisbon["metric_reasons"]["final_response_match_v2"]
+
+    # Every call about Paris was tried exactly twice (the configured attempts), no more.
+    paris_calls = [r for r in faulty_judge.completions if "Paris" in _user_text(r.body)]
+    distinct = {json.dumps(r.body, sort_keys=True) for r in paris_calls}
+    assert len(paris_calls) == 2 * len(distinct)
+    # The key never leaves the process in any output.
+    assert "sk-test-not-a-real-key" not in run.output
+    assert "sk-test-not-a-real-key" not in out.read_text(encoding="utf-8")
+
+
+def test_a_rerun_of_an_unchanged_evaluation_makes_no_judge_call(
+    run_cli: RunCli, example: Example, judge_env: JudgeServer
+) -> None:
+    first = run_cli("eval", example.evalset, "--traces", example.traces)
+    before = judge_env.count()
+    second = run_cli("eval", example.evalset, "--traces", example.traces)
+
+    assert first.code == second.code == 0
+    assert judge_env.count() == before
+    assert "judge calls: 0 (30 answered from the cache" in second.out
+
+
+def test_no_cache_calls_the_judge_again(
+    run_cli: RunCli, example: Example, judge_env: JudgeServer
+) -> None:
+    run_cli("eval", example.evalset, "--traces", example.traces)
+    before = judge_env.count()
+    run = run_cli("eval", example.evalset, "--traces", example.traces, "--no-cache")
+
+    assert run.code == 0
+    assert judge_env.count() - before == 30
+
+
+def test_a_judge_that_rejects_everything_fails_the_judged_metrics(
+    run_cli: RunCli, example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = tmp_path / "results.json"
+    with JudgeServer(reply=reject) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        run = run_cli("eval", example.evalset, "--traces", example.traces, "--output", out)
+
+    assert run.code == 1
+    for case in _results(out)["eval_case_results"]:
+        for name in JUDGED:
+            assert _metric(case, name)["eval_status"] == EvalStatus.FAILED, name
+            assert _metric(case, name)["score"] == 0.0
+
+
+def test_the_console_and_output_say_which_judge_scored_what(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    out = tmp_path / "results.json"
+    run = run_cli("eval", example.evalset, "--traces", example.traces, "--output", out)
+
+    assert "final_response_match_v2: openai:stub-judge (ASSAY_JUDGE_MODEL)" in run.out
+    judges = _results(out)["assay"]["judges"]
+    assert set(judges) == set(JUDGED)
+    assert judges["safety_v1"] == {"model": "openai:stub-judge", "source": "ASSAY_JUDGE_MODEL"}
+    usage = _results(out)["assay"]["usage"]
+    assert usage["final_response_match_v2"]["calls"] == 5
+    assert usage["hallucinations_v1"]["calls"] == 10  # a segmenter and a validator call each
+
+
+def test_without_any_judge_the_judged_metrics_say_how_to_get_one(
+    run_cli: RunCli, example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = tmp_path / "results.json"
+    monkeypatch.setenv("ASSAY_JUDGE_MODEL", "openai:gpt-4o-mini")
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    run = run_cli("eval", example.evalset, "--traces", example.traces, "--output", out)
+
+    assert run.code == 1
+    case = _results(out)["eval_case_results"][0]
+    assert _metric(case, "response_match_score")["eval_status"] == EvalStatus.PASSED
+    reason = case["assay"]["metric_reasons"]["final_response_match_v2"]
+    assert "OPENAI_API_KEY" in reason
