@@ -215,3 +215,24 @@ def test_a_model_is_loaded_once_with_a_prefix_cache_and_loaded_again_after_unloa
     assert first.closed
     assert asyncio.run(ask()) == "hello"
     assert len(fake.made) == 2
+
+
+def test_the_embedded_judge_keeps_bounded_free_text_short_and_leaves_other_fields_alone() -> None:
+    from assay.llm.backends.local import clamp_text_lengths
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "rationale": {"type": "string", "maxLength": 150},
+            "short": {"type": "string", "maxLength": 20},
+            "sentence": {"type": "string"},
+            "items": {"type": "array", "items": {"type": ["string", "null"], "maxLength": 300}},
+        },
+    }
+    clamped = clamp_text_lengths(schema, 100)
+    properties = clamped["properties"]
+    assert properties["rationale"]["maxLength"] == 100
+    assert properties["short"]["maxLength"] == 20
+    assert "maxLength" not in properties["sentence"]
+    assert properties["items"]["items"]["maxLength"] == 100
+    assert schema["properties"]["rationale"]["maxLength"] == 150  # the request is not changed

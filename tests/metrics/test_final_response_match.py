@@ -308,7 +308,7 @@ def test_the_request_asks_for_adks_fields_in_a_json_schema() -> None:
     assert request.response_schema is not None
     properties = request.response_schema["properties"]
     assert properties["is_the_agent_response_valid"]["enum"] == ["valid", "invalid"]
-    assert properties["reasoning"]["maxLength"] == 300
+    assert properties["reasoning"]["maxLength"] == 150
     assert request.temperature is None and request.max_tokens is None and request.params == {}
 
 

@@ -572,7 +572,7 @@ def test_the_schema_asks_for_one_verdict_per_rubric_by_id() -> None:
     entry = verdicts["items"]["properties"]
     assert entry["id"]["enum"] == ["polite", "short"]
     assert entry["verdict"]["enum"] == ["yes", "no"]
-    assert entry["rationale"]["maxLength"] == 300
+    assert entry["rationale"]["maxLength"] == 150
 
 
 def test_the_static_prompts_are_compact() -> None:

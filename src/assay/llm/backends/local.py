@@ -133,7 +133,8 @@ def _load(path: Path, n_ctx: int, n_threads: int) -> _Loaded:
             )
         except (ValueError, RuntimeError, OSError) as exc:
             raise LlmUnavailableError(f"cannot load the local model {path}: {exc}") from None
-        llama.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=RAM_CACHE_BYTES))
+        if RAM_CACHE_BYTES:
+            llama.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=RAM_CACHE_BYTES))
         _LOADED[key] = _Loaded(llama, n_ctx, threading.Lock())
         return _LOADED[key]
 
@@ -190,8 +191,29 @@ def generation_options(request: LlmRequest) -> dict[str, Any]:
     if request.grammar is not None:
         options["grammar"] = _grammar(request.grammar)
     elif request.response_schema is not None:
-        options["grammar"] = _schema_grammar(json.dumps(request.response_schema))
+        schema = clamp_text_lengths(request.response_schema, TEXT_LIMIT)
+        options["grammar"] = _schema_grammar(json.dumps(schema))
     return options
+
+
+TEXT_LIMIT = 100
+"""The most characters the embedded judge may write in a bounded free-text field (a rationale,
+an excerpt). Each generated token costs about 0.1 s on 2 cores, and the research behind the
+embedded judge (shared/research/local-judge.md) found its label accuracy the same with and
+without a written reason, so rationales are kept short rather than dropped."""
+
+
+def clamp_text_lengths(schema: Any, limit: int) -> Any:
+    """``schema`` with every ``maxLength`` above ``limit`` lowered to it (fields without a
+    ``maxLength``, such as copied sentences, are left alone)."""
+    if isinstance(schema, dict):
+        out = {k: clamp_text_lengths(v, limit) for k, v in schema.items()}
+        if isinstance(out.get("maxLength"), int) and out["maxLength"] > limit:
+            out["maxLength"] = limit
+        return out
+    if isinstance(schema, list):
+        return [clamp_text_lengths(v, limit) for v in schema]
+    return schema
 
 
 def _prompt_tokens(llama: Any, request: LlmRequest) -> int:
