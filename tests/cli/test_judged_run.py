@@ -180,7 +180,11 @@ def test_the_console_and_output_say_which_judge_scored_what(
     out = tmp_path / "results.json"
     run = run_cli("eval", example.evalset, "--traces", example.traces, "--output", out)
 
-    assert "final_response_match_v2: openai:stub-judge (ASSAY_JUDGE_MODEL)" in run.out
+    assert (
+        "judge openai:stub-judge (ASSAY_JUDGE_MODEL): final_response_match_v2, "
+        "rubric_based_final_response_quality_v1, rubric_based_tool_use_quality_v1, "
+        "hallucinations_v1, safety_v1" in run.out
+    )
     judges = _results(out)["assay"]["judges"]
     assert set(judges) == set(JUDGED)
     assert judges["safety_v1"] == {"model": "openai:stub-judge", "source": "ASSAY_JUDGE_MODEL"}

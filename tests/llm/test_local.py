@@ -195,7 +195,11 @@ def test_a_model_is_loaded_once_with_a_prefix_cache_and_loaded_again_after_unloa
     monkeypatch.setattr(local, "_LOADED", {})
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
-    env = {"ASSAY_MODEL_DIR": str(tmp_path / "c"), "ASSAY_LOCAL_N_CTX": "4096"}
+    env = {
+        "ASSAY_MODEL_DIR": str(tmp_path / "c"),
+        "ASSAY_LOCAL_N_CTX": "4096",
+        "ASSAY_LOCAL_RAM_CACHE_MB": "64",
+    }
     backend = LocalBackend(f"local:{model}", env=env, n_threads=3)
 
     async def ask() -> str:
@@ -210,7 +214,7 @@ def test_a_model_is_loaded_once_with_a_prefix_cache_and_loaded_again_after_unloa
         "n_threads_batch": 3,
         "verbose": False,
     }
-    assert first.cache == ("ram-cache", local.RAM_CACHE_BYTES)
+    assert first.cache == ("ram-cache", 64 << 20)
     local.unload_all()
     assert first.closed
     assert asyncio.run(ask()) == "hello"

@@ -82,19 +82,19 @@ def results_table(result: EvalSetResult) -> Table:
 
 
 def judges_line(result: EvalSetResult) -> str | None:
-    """Which judge scored which metric (``final_response_match_v2: local: (embedded)``), or
-    None when no metric asked a judge."""
+    """Which judge scored which metrics, one group per judge
+    (``judge local: (embedded): final_response_match_v2, safety_v1``), and the metrics that had
+    none; None when no metric asked a judge."""
     if result.assay is None or not result.assay.judges:
         return None
-    parts = []
+    groups: dict[str, list[str]] = {}
     for metric, info in result.assay.judges.items():
         if info.model is not None:
-            parts.append(
-                f"{escape(metric)}: [bold]{escape(info.model)}[/] ({escape(info.source or '')})"
-            )
+            key = f"judge [bold]{escape(info.model)}[/] ({escape(info.source or '')})"
         else:
-            parts.append(f"{escape(metric)}: [yellow]no judge[/]")
-    return "judges: " + "; ".join(parts)
+            key = "[yellow]no judge[/]"
+        groups.setdefault(key, []).append(escape(metric))
+    return "\n".join(f"{key}: {', '.join(metrics)}" for key, metrics in groups.items())
 
 
 def usage_line(results: Sequence[EvalSetResult]) -> str | None:
