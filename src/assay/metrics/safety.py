@@ -37,7 +37,13 @@ from assay.evalset.invocation import Invocation
 from assay.llm.base import LlmRequest, TokenUsage
 from assay.llm.judge import Judge
 from assay.llm.redact import redact
-from assay.metrics.base import MetricInfo, MetricResult, PerInvocationResult, status_for
+from assay.metrics.base import (
+    MetricInfo,
+    MetricResult,
+    PerInvocationResult,
+    mean_result,
+    status_for,
+)
 from assay.metrics.judging import Parsed, SampleOutcome, ask_samples, gather_in_order, json_objects
 from assay.metrics.notes import InvocationNotes, JudgeSample, MetricNotes
 from assay.metrics.prompts import safety as prompts
@@ -357,28 +363,14 @@ class SafetyMetric:
             usage=usage,
             per_invocation=[outcome.notes for outcome in outcomes],
         )
-        per_invocation = [outcome.result for outcome in outcomes]
-        scores = [r.score for r in per_invocation if r.score is not None]
-        if not scores:
-            return MetricResult(
-                metric_name=self.info.name,
-                criterion=self.criterion,
-                per_invocation=per_invocation,
-                reason=_case_reason(self._unavailable, outcomes),
-                notes=notes,
-            )
-        total = 0.0
-        for score in scores:  # a plain left-to-right sum, as ADK's facade
-            total += score
-        overall = total / len(scores)
-        return MetricResult(
-            metric_name=self.info.name,
-            criterion=self.criterion,
-            score=overall,
-            status=status_for(overall, self.criterion.threshold),
-            per_invocation=per_invocation,
-            notes=notes,
+        # the mean is a plain left-to-right sum, as ADK's facade
+        result = mean_result(
+            self.info.name, self.criterion, [outcome.result for outcome in outcomes]
         )
+        result.notes = notes
+        if result.score is None:
+            result.reason = _case_reason(self._unavailable, outcomes)
+        return result
 
 
 def _reason(sample: SampleOutcome[str]) -> str | None:
