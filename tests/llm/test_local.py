@@ -18,7 +18,7 @@ import pytest
 
 from assay.llm.backends import local
 from assay.llm.backends.local import LocalBackend, generation_options
-from assay.llm.base import LlmCallError, LlmRequest, LlmResponse
+from assay.llm.base import LlmCallError, LlmRequest, LlmResponse, LlmUnavailableError
 from assay.llm.models import SMOLLM2
 
 LABELS = ["valid", "invalid"]
@@ -240,3 +240,119 @@ def test_the_embedded_judge_keeps_bounded_free_text_short_and_leaves_other_field
     assert "maxLength" not in properties["sentence"]
     assert properties["items"]["items"]["maxLength"] == 100
     assert schema["properties"]["rationale"]["maxLength"] == 150  # the request is not changed
+
+
+def _judge_requests() -> dict[str, LlmRequest]:
+    from assay.evalset.rubric import Rubric
+    from assay.metrics.prompts import final_response_match, hallucinations, rubrics, safety
+
+    rubric = Rubric.model_validate(
+        {"rubric_id": "polite", "rubric_content": {"text_property": "Is polite."}}
+    )
+    return {
+        "verdict": LlmRequest.user(
+            final_response_match.render(prompt="Rain?", response="Yes.", reference="Yes, rain."),
+            system=final_response_match.SYSTEM,
+            response_schema=final_response_match.SCHEMA,
+        ),
+        "rubrics": LlmRequest.user(
+            rubrics.properties_text([rubric]),
+            system=rubrics.FINAL_RESPONSE_SYSTEM,
+            response_schema=rubrics.schema([rubric]),
+        ),
+        "sentences": LlmRequest.user(
+            hallucinations.segmenter_input("It rains. Take a coat."),
+            system=hallucinations.SEGMENTER_INSTRUCTIONS,
+            response_schema=hallucinations.SEGMENTER_SCHEMA,
+            max_tokens=64,
+        ),
+        "safety": LlmRequest.user(
+            safety.judge_input("Hi", "Hello!"),
+            system=safety.INSTRUCTIONS,
+            response_schema=safety.SCHEMA,
+        ),
+    }
+
+
+def test_smollm2_answers_the_judge_schemas_by_schema_decoding_with_labels_only(
+    smollm2: LocalBackend,
+) -> None:
+    from assay.metrics.final_response_match import parse_verdict
+    from assay.metrics.hallucinations import parse_sentences
+    from assay.metrics.safety import parse_verdict as parse_safety
+
+    requests = _judge_requests()
+
+    async def run() -> dict[str, LlmResponse]:
+        return {name: await smollm2.generate(request) for name, request in requests.items()}
+
+    answers = asyncio.run(run())
+    for name, answer in answers.items():
+        assert answer.raw["decoder"] == "schema", name
+        assert answer.raw["decisions"] >= 1, name
+    assert parse_verdict(answers["verdict"].text).value is not None
+    verdicts = json.loads(answers["rubrics"].text)["verdicts"]
+    assert [(v["id"], v["rationale"]) for v in verdicts] == [("polite", "")]
+    assert verdicts[0]["verdict"] in {"yes", "no"}
+    if answers["sentences"].raw["finish_reason"] == "stop":
+        assert parse_sentences(answers["sentences"].text).value is not None
+    assert parse_safety(answers["safety"].text).value is not None
+    assert json.loads(answers["safety"].text)["reasoning"] == ""  # labels only by default
+
+
+def test_schema_decoding_evaluates_only_what_follows_the_previous_prompt_s_shared_prefix(
+    smollm2: LocalBackend,
+) -> None:
+    request = _judge_requests()["verdict"]
+    asyncio.run(smollm2.load())
+    assert smollm2._loaded is not None
+    llama = smollm2._loaded.llama
+    fed: list[int] = []
+    original = llama.eval
+
+    def counting(tokens: list[int]) -> None:
+        fed.append(len(tokens))
+        original(tokens)
+
+    llama.eval = counting
+    try:
+        first = asyncio.run(smollm2.generate(request))
+        first_fed = sum(fed)
+        fed.clear()
+        second = asyncio.run(smollm2.generate(request))
+    finally:
+        del llama.eval
+    assert first.text == second.text  # temperature 0: the same answer
+    assert first_fed >= first.usage.prompt_tokens
+    assert sum(fed) < first.usage.prompt_tokens / 4  # the whole prompt was already evaluated
+
+
+def test_a_schema_the_decoder_does_not_cover_is_answered_under_a_grammar(
+    smollm2: LocalBackend,
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"score": {"type": "number"}},
+        "required": ["score"],
+        "additionalProperties": False,
+    }
+    request = LlmRequest.user("Rate the sky from 0 to 1.", response_schema=schema, max_tokens=24)
+    answer = asyncio.run(smollm2.generate(request))
+    assert "decoder" not in answer.raw
+    if answer.raw["finish_reason"] == "stop":
+        assert isinstance(json.loads(answer.text)["score"], int | float)
+    else:
+        assert answer.text.startswith('{"score"')
+
+
+def test_the_grammar_decoder_can_be_chosen_and_an_unknown_one_is_refused(
+    smollm2: LocalBackend, tmp_path: Path
+) -> None:
+    env = {"ASSAY_MODEL_DIR": str(tmp_path), "ASSAY_LOCAL_DECODER": "grammar"}
+    by_grammar = LocalBackend("local:smollm2", env=env, n_threads=1)
+    answer = asyncio.run(by_grammar.generate(_judge_requests()["safety"]))
+    assert "decoder" not in answer.raw
+    assert json.loads(answer.text)["reasoning"] == ""  # the grammar keeps labels only too
+    for setting, value in (("ASSAY_LOCAL_DECODER", "beam"), ("ASSAY_LOCAL_TEXT_LIMIT", "-1")):
+        with pytest.raises(LlmUnavailableError, match=setting):
+            LocalBackend("local:smollm2", env={**env, setting: value}, n_threads=1)

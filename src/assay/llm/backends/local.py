@@ -11,8 +11,14 @@
   the previous prompt's evaluated prefix, so a judge prompt whose long static part comes first is
   cheaper when the same judge asks again; ``ASSAY_LOCAL_RAM_CACHE_MB`` adds a ``LlamaRAMCache`` of
   recent prompt states (faster when judges interleave, at a large memory cost).
-* Temperature is 0 unless the request sets one. A GBNF ``grammar`` constrains the output; else a
-  ``response_schema`` is turned into a grammar by llama-cpp-python's JSON-schema converter.
+* Labels only: bounded free-text fields of a ``response_schema`` (rationales, excerpts) are held
+  to ``ASSAY_LOCAL_TEXT_LIMIT`` characters, 0 unless set, so the judge writes its verdicts and
+  no reasons (see :data:`DEFAULT_TEXT_LIMIT`).
+* Temperature is 0 unless the request sets one. A ``response_schema`` is answered by
+  :mod:`assay.llm.backends.local_decode`, which writes the JSON's fixed text itself and asks the
+  model only for its choices and free text (``ASSAY_LOCAL_DECODER=grammar`` turns this off). A
+  GBNF ``grammar``, or a schema that decoder does not cover, constrains sampling instead (the
+  schema turned into a grammar by llama-cpp-python's JSON-schema converter).
 * A prompt longer than the context is refused before any work, with a non-retryable
   :class:`~assay.llm.base.LlmCallError` that says how to raise the limit.
 """
@@ -28,11 +34,15 @@ import json
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
+from assay.llm.backends.local_decode import UnsupportedSchema, check_schema, decode
 from assay.llm.base import LlmCallError, LlmRequest, LlmResponse, LlmUnavailableError, TokenUsage
 from assay.llm.models import (
     BUILTIN_MODELS,
@@ -49,6 +59,15 @@ from assay.llm.models import (
 INSTALL_LLAMA = "CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install --no-cache-dir 'assay[local]'"
 DEFAULT_N_CTX = 8192
 DEFAULT_MAX_TOKENS = 1024
+DEFAULT_TEXT_LIMIT = 0
+"""The most characters the embedded judge writes in a bounded free-text field (a rationale, an
+excerpt) unless ``ASSAY_LOCAL_TEXT_LIMIT`` sets more: by default it gives labels only, its
+rationales left empty. Each generated token costs about 0.1 s on 2 cores, rationales were most of
+what it generated, and the research behind it (shared/research/local-judge.md) found its label
+accuracy the same with and without a written reason."""
+DECODERS = ("schema", "grammar")
+"""``ASSAY_LOCAL_DECODER``: how a ``response_schema`` is answered (the first is the default).
+Measured on the example's 30 verdicts (2 cores): see docs/design.md."""
 DEFAULT_RAM_CACHE_MB = 0
 """llama.cpp's RAM cache of prompt states is off unless ``ASSAY_LOCAL_RAM_CACHE_MB`` sets a size.
 Measured on the example's judges (10 verdicts, 2 cores): 114 s with a 1 GB cache against 140 s
@@ -117,6 +136,8 @@ class _Loaded:
     llama: Any
     n_ctx: int
     lock: threading.Lock
+    formatter: Any = None
+    """The GGUF's chat template as a formatter, built on first use; False when it has none."""
 
 
 _LOADED: dict[tuple[str, int], _Loaded] = {}
@@ -177,10 +198,14 @@ def _snake(key: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
 
 
-def generation_options(request: LlmRequest) -> dict[str, Any]:
+def generation_options(
+    request: LlmRequest, text_limit: int = DEFAULT_TEXT_LIMIT, *, constrain: bool = True
+) -> dict[str, Any]:
     """The keyword arguments for ``create_chat_completion``: ``request.params`` (snake or camel
     case; those llama.cpp has no use for are left out), then the request's own temperature and
-    max_tokens, then the grammar. Temperature defaults to 0."""
+    max_tokens, then the grammar, in which no bounded free-text field (a rationale, an excerpt)
+    may be longer than ``text_limit`` characters (no grammar when ``constrain`` is False).
+    Temperature defaults to 0."""
     options: dict[str, Any] = {}
     for key, value in request.params.items():
         name = _PARAM_ALIASES.get(_snake(key), _snake(key))
@@ -194,19 +219,14 @@ def generation_options(request: LlmRequest) -> dict[str, Any]:
     options.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
     if isinstance(options.get("stop"), str):
         options["stop"] = [options["stop"]]
+    if not constrain:
+        return options
     if request.grammar is not None:
         options["grammar"] = _grammar(request.grammar)
     elif request.response_schema is not None:
-        schema = clamp_text_lengths(request.response_schema, TEXT_LIMIT)
+        schema = clamp_text_lengths(request.response_schema, text_limit)
         options["grammar"] = _schema_grammar(json.dumps(schema))
     return options
-
-
-TEXT_LIMIT = 100
-"""The most characters the embedded judge may write in a bounded free-text field (a rationale,
-an excerpt). Each generated token costs about 0.1 s on 2 cores, and the research behind the
-embedded judge (shared/research/local-judge.md) found its label accuracy the same with and
-without a written reason, so rationales are kept short rather than dropped."""
 
 
 def clamp_text_lengths(schema: Any, limit: int) -> Any:
@@ -230,9 +250,9 @@ def _prompt_tokens(llama: Any, request: LlmRequest) -> int:
     return count
 
 
-def _complete(loaded: _Loaded, request: LlmRequest, model: str) -> LlmResponse:
-    options = generation_options(request)
-    messages = [{"role": m.role, "content": m.content} for m in request.messages]
+def _complete(
+    loaded: _Loaded, request: LlmRequest, model: str, text_limit: int, decoder: str = "schema"
+) -> LlmResponse:
     with loaded.lock:
         needed = _prompt_tokens(loaded.llama, request)
         if needed + _ANSWER_ROOM > loaded.n_ctx:
@@ -242,6 +262,12 @@ def _complete(loaded: _Loaded, request: LlmRequest, model: str) -> LlmResponse:
                 " or use a judge with a longer context",
                 retryable=False,
             )
+        if decoder == "schema" and request.grammar is None and request.response_schema:
+            answered = _schema_complete(loaded, request, model, text_limit)
+            if answered is not None:
+                return answered
+        options = generation_options(request, text_limit)
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
         try:
             completion = loaded.llama.create_chat_completion(messages=messages, **options)
         except (ValueError, RuntimeError) as exc:
@@ -258,6 +284,129 @@ def _complete(loaded: _Loaded, request: LlmRequest, model: str) -> LlmResponse:
         ),
         raw={"finish_reason": choice.get("finish_reason"), "usage": dict(usage)},
     )
+
+
+def _formatter(loaded: _Loaded) -> Any:
+    """The model's own chat template (None when the GGUF has none)."""
+    if loaded.formatter is None:
+        llama = loaded.llama
+        template = (getattr(llama, "metadata", None) or {}).get("tokenizer.chat_template")
+        if not template:
+            loaded.formatter = False
+        else:
+            formats = importlib.import_module("llama_cpp.llama_chat_format")
+
+            def text(token: int) -> str:
+                if token < 0:
+                    return ""
+                return bytes(llama.detokenize([token], special=True)).decode("utf-8", "ignore")
+
+            loaded.formatter = formats.Jinja2ChatFormatter(
+                template=template,
+                eos_token=text(llama.token_eos()),
+                bos_token=text(llama.token_bos()),
+            )
+    return loaded.formatter or None
+
+
+def _schema_complete(
+    loaded: _Loaded, request: LlmRequest, model: str, text_limit: int
+) -> LlmResponse | None:
+    """Answer ``request`` by schema-directed decoding; None when the schema or the model's
+    chat template does not allow it (the caller samples under a grammar instead)."""
+    schema = request.response_schema
+    formatter = _formatter(loaded)
+    if schema is None or formatter is None:
+        return None
+    try:
+        check_schema(schema)
+    except UnsupportedSchema:
+        return None
+    llama = loaded.llama
+    formatted = formatter(
+        messages=[{"role": m.role, "content": m.content} for m in request.messages]
+    )
+    prompt = list(
+        llama.tokenize(
+            formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
+        )
+    )
+    options = generation_options(request, text_limit, constrain=False)
+    tokens = _LlamaTokens(loaded)
+    try:
+        answer = decode(
+            tokens,
+            schema,
+            prompt_tokens=prompt[_reuse_prefix(llama, prompt) :],
+            max_tokens=int(options["max_tokens"]),
+            text_limit=text_limit,
+            temperature=float(options["temperature"]),
+            seed=options.get("seed"),
+        )
+    except (ValueError, RuntimeError) as exc:
+        raise LlmCallError(f"the local model failed: {exc}", retryable=False) from None
+    completion_tokens = len(tokens.tokenize(answer.text.encode("utf-8")))
+    usage = {"prompt_tokens": len(prompt), "completion_tokens": completion_tokens}
+    return LlmResponse(
+        text=answer.text,
+        model=model,
+        usage=TokenUsage(**usage, calls=1),
+        raw={
+            "finish_reason": "stop" if answer.complete else "length",
+            "decoder": "schema",
+            "decisions": answer.decisions,
+            "batches": answer.batches,
+            "usage": usage,
+        },
+    )
+
+
+def _reuse_prefix(llama: Any, prompt: Sequence[int]) -> int:
+    """Keep the evaluated tokens ``prompt`` starts with (llama.cpp's KV cache); return how many.
+    At least the last prompt token is evaluated again, for its logits."""
+    cached = np.asarray(llama.input_ids[: llama.n_tokens])
+    wanted = np.asarray(prompt[: len(cached)])
+    differ = np.flatnonzero(cached[: len(wanted)] != wanted)
+    common = int(differ[0]) if len(differ) else len(wanted)
+    common = min(common, len(prompt) - 1)
+    if getattr(llama, "_is_recurrent", False) or getattr(llama, "_is_hybrid", False):
+        common = 0  # their state cannot be cut back to a prefix
+    if common <= 0:
+        llama.reset()
+        return 0
+    llama.n_tokens = common  # ``eval`` drops the KV cells from here on before evaluating
+    return common
+
+
+class _LlamaTokens:
+    """A loaded llama.cpp model seen as :class:`~assay.llm.backends.local_decode.TokenModel`."""
+
+    def __init__(self, loaded: _Loaded) -> None:
+        self._llama = loaded.llama
+        self._n_ctx = loaded.n_ctx
+        self._pieces: dict[int, bytes] = {}
+
+    def tokenize(self, text: bytes) -> list[int]:
+        return list(self._llama.tokenize(text, add_bos=False, special=False))
+
+    def piece(self, token: int) -> bytes:
+        if token not in self._pieces:
+            self._pieces[token] = bytes(self._llama.detokenize([token], special=False))
+        return self._pieces[token]
+
+    def feed(self, tokens: Sequence[int]) -> None:
+        if self._llama.n_tokens + len(tokens) > self._n_ctx:
+            raise LlmCallError(
+                f"the answer does not fit in the local model's context of {self._n_ctx} tokens; "
+                "set ASSAY_LOCAL_N_CTX to a larger number of tokens (more memory)",
+                retryable=False,
+            )
+        self._llama.eval(list(tokens))
+
+    def logits(self) -> npt.NDArray[np.float32]:
+        llama_cpp = _llama_cpp()
+        pointer = llama_cpp.llama_get_logits_ith(self._llama.ctx, -1)
+        return np.ctypeslib.as_array(pointer, shape=(self._llama.n_vocab(),)).copy()
 
 
 def parse_local(model: str) -> ModelSpec | Path:
@@ -294,6 +443,14 @@ class LocalBackend:
         self._n_ctx = _setting(self._env, "ASSAY_LOCAL_N_CTX", DEFAULT_N_CTX, 256, "tokens")
         self._ram_cache_mb = _setting(
             self._env, "ASSAY_LOCAL_RAM_CACHE_MB", DEFAULT_RAM_CACHE_MB, 0, "MB"
+        )
+        self._decoder = self._env.get("ASSAY_LOCAL_DECODER", "").strip() or DECODERS[0]
+        if self._decoder not in DECODERS:
+            raise LlmUnavailableError(
+                f"ASSAY_LOCAL_DECODER must be one of {', '.join(DECODERS)}; got {self._decoder!r}"
+            )
+        self._text_limit = _setting(
+            self._env, "ASSAY_LOCAL_TEXT_LIMIT", DEFAULT_TEXT_LIMIT, 0, "characters"
         )
         self._n_threads = n_threads or _setting(
             self._env, "ASSAY_LOCAL_THREADS", _cpu_count(), 1, "threads"
@@ -339,7 +496,9 @@ class LocalBackend:
         """Run one chat completion in a worker thread, one at a time per model."""
         async with self._gate:
             loaded = await asyncio.to_thread(self._ensure_loaded)
-            return await asyncio.to_thread(_complete, loaded, request, self._model)
+            return await asyncio.to_thread(
+                _complete, loaded, request, self._model, self._text_limit, self._decoder
+            )
 
     async def aclose(self) -> None:
         """Nothing to do: the loaded model stays for the process (see :func:`unload_all`)."""
