@@ -1,0 +1,221 @@
+"""Inference: run the agent over each case's conversation and record its invocations.
+
+Each case and run gets a fresh agent session seeded from the case's ``session_input``. A user
+simulator supplies the user's messages (the static conversation replayed in order, or an
+LLM-backed simulated user for a ``conversation_scenario``); each message is one agent turn,
+recorded as an ADK ``Invocation`` with the agent's ``app_details``.
+
+An agent that raises, times out (``turn_timeout_s`` per turn) or returns something unusable ends
+that case's conversation: the case gets the failure as its reason (it is NOT_EVALUATED) and
+every other case goes on. ADK aborts the whole run here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from assay.agents.base import Agent, AgentError, AgentTurn, Session, ToolRunner
+from assay.evalset.case import EvalCase
+from assay.evalset.content import Content
+from assay.evalset.invocation import Invocation, InvocationEvents
+
+
+@dataclass(frozen=True)
+class InferenceSettings:
+    """How inference runs: runs per case, cases at once, the per-turn time limit, mocked tools."""
+
+    num_runs: int = 1
+    concurrency: int = 4
+    turn_timeout_s: float = 300.0
+    mock_tools: bool = False
+
+    def __post_init__(self) -> None:
+        if self.num_runs < 1:
+            raise ValueError(f"num_runs must be at least 1, got {self.num_runs}")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+        if self.turn_timeout_s <= 0:
+            raise ValueError(f"turn_timeout_s must be positive, got {self.turn_timeout_s}")
+
+
+class NextMessage(Protocol):
+    """What a user simulator answers (see :mod:`assay.simulation`)."""
+
+    @property
+    def status(self) -> Any: ...
+
+    @property
+    def user_message(self) -> Content | None: ...
+
+
+class Simulator(Protocol):
+    """The user's side of a conversation."""
+
+    async def next_message(self, history: Sequence[Invocation]) -> NextMessage: ...
+
+
+@dataclass
+class CaseInference:
+    """One run of one case: the invocations recorded, and why it stopped early if it did."""
+
+    eval_id: str
+    run: int
+    invocations: list[Invocation] = field(default_factory=list)
+    error: str | None = None
+    stop: str = ""
+
+
+def _tool_key(name: str, args: Any) -> str:
+    return json.dumps([name, args], sort_keys=True, default=str)
+
+
+def recorded_tools(case: EvalCase) -> dict[str, Any]:
+    """The tool responses recorded in the case's conversation, by tool name and arguments."""
+    found: dict[str, Any] = {}
+    for invocation in case.conversation or []:
+        responses = invocation.tool_responses()
+        by_id = {r.id: r for r in responses if r.id}
+        for index, call in enumerate(invocation.tool_calls()):
+            response = by_id.get(call.id) if call.id else None
+            if response is None and index < len(responses):
+                response = responses[index]
+            if call.name and response is not None:
+                found.setdefault(_tool_key(call.name, call.args or {}), response.response)
+    return found
+
+
+def mock_tool_runner(case: EvalCase) -> ToolRunner:
+    """Answer tool calls from the case's recorded responses (same name, same arguments)."""
+    recorded = recorded_tools(case)
+
+    async def run(name: str, args: dict[str, Any], function: Callable[..., Any] | None) -> Any:
+        key = _tool_key(name, args)
+        if key in recorded:
+            return recorded[key]
+        return {"error": f"no recorded response for tool {name!r} with arguments {args}"}
+
+    return run
+
+
+def _new_session(case: EvalCase, run: int, tool_runner: ToolRunner | None) -> Session:
+    given = case.session_input
+    return Session(
+        app_name=given.app_name if given else "assay",
+        user_id=given.user_id if given else "test_user_id",
+        session_id=(given.session_id if given and given.session_id else None)
+        or f"___eval___session___{uuid.uuid4()}",
+        state=dict(given.state) if given else {},
+        tool_runner=tool_runner,
+    )
+
+
+def _invocation(
+    case: EvalCase, run: int, index: int, user: Content, turn: AgentTurn, agent: Agent, took: float
+) -> Invocation:
+    return Invocation(
+        invocation_id=f"{case.eval_id}-run{run}-turn{index}",
+        user_content=user,
+        final_response=turn.final_response,
+        intermediate_data=InvocationEvents(invocation_events=turn.events),
+        creation_timestamp=time.time(),
+        duration=round(took, 6),
+        app_details=agent.app_details(),
+    )
+
+
+async def _turn(agent: Agent, user: Content, session: Session, timeout_s: float) -> AgentTurn:
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await agent.turn(user, session)
+    except TimeoutError:
+        raise AgentError(f"the agent did not answer within {timeout_s:g} s") from None
+    except AgentError:
+        raise
+    except Exception as exc:  # the agent's own failure, whatever it is
+        raise AgentError(f"the agent raised {type(exc).__name__}: {exc}") from None
+
+
+async def infer_case(
+    case: EvalCase,
+    run: int,
+    agent: Agent,
+    simulator: Simulator,
+    settings: InferenceSettings,
+) -> CaseInference:
+    """Drive one conversation: the simulator's messages, the agent's turns, until the simulator
+    stops or the agent fails."""
+    tools = mock_tool_runner(case) if settings.mock_tools else None
+    session = _new_session(case, run, tools)
+    result = CaseInference(case.eval_id, run)
+    while True:
+        try:
+            message = await simulator.next_message(list(result.invocations))
+        except Exception as exc:  # the simulated user's LLM failed for good
+            result.error = f"the user simulator failed: {exc}"
+            return result
+        status = str(getattr(message.status, "value", message.status))
+        if message.user_message is None:
+            result.stop = status
+            reason = getattr(message, "reason", None)
+            if status == "no_message_generated":
+                result.error = (
+                    f"the user simulator gave no message{': ' + reason if reason else ''}"
+                )
+            return result
+        started = time.perf_counter()
+        try:
+            turn = await _turn(agent, message.user_message, session, settings.turn_timeout_s)
+        except AgentError as exc:
+            index = len(result.invocations) + 1
+            result.error = f"turn {index}: {exc}"
+            return result
+        invocation = _invocation(
+            case,
+            run,
+            len(result.invocations),
+            message.user_message,
+            turn,
+            agent,
+            time.perf_counter() - started,
+        )
+        result.invocations.append(invocation)
+        session.history.append(invocation)
+
+
+async def run_inference(
+    cases: Sequence[EvalCase],
+    make_agent: Callable[[], Agent | Awaitable[Agent]],
+    make_simulator: Callable[[EvalCase, Agent], Simulator],
+    settings: InferenceSettings,
+    on_done: Callable[[CaseInference], None] | None = None,
+) -> list[CaseInference]:
+    """Every case, ``settings.num_runs`` times, at most ``settings.concurrency`` at once; the
+    results in case order, runs together."""
+    slots = asyncio.Semaphore(settings.concurrency)
+
+    async def one(case: EvalCase, run: int) -> CaseInference:
+        async with slots:
+            try:
+                made = make_agent()
+                agent = await made if isinstance(made, Awaitable) else made
+            except Exception as exc:  # a factory that fails for this case only
+                done = CaseInference(case.eval_id, run, error=f"making the agent failed: {exc!r}")
+                if on_done is not None:
+                    on_done(done)
+                return done
+            try:
+                done = await infer_case(case, run, agent, make_simulator(case, agent), settings)
+            finally:
+                await agent.aclose()
+        if on_done is not None:
+            on_done(done)
+        return done
+
+    jobs = [one(case, run) for case in cases for run in range(1, settings.num_runs + 1)]
+    return list(await asyncio.gather(*jobs))
