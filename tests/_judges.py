@@ -41,6 +41,8 @@ def _answer(body: dict[str, Any], good: bool) -> str:
                 ]
             }
         )
+    if name == "user_simulator_verdict":
+        return json.dumps({"criteria": [], "is_valid": good})
     if name == "sentences":
         answer = user.split("<answer>", 1)[-1].split("</answer>", 1)[0].strip()
         return json.dumps({"sentences": [answer]})

@@ -44,6 +44,7 @@ def test_default_registry_holds_the_deterministic_efficiency_and_judged_metrics(
         "rubric_based_tool_use_quality_v1",
         "hallucinations_v1",
         "safety_v1",
+        "per_turn_user_simulator_quality_v1",
     ]
     assert [n for n in registry.names() if registry.is_judged(n)] == registry.names()[6:]
 

@@ -18,6 +18,7 @@ from assay.config import (
     BaseCriterion,
     HallucinationsCriterion,
     LlmAsAJudgeCriterion,
+    LlmBackedUserSimulatorCriterion,
     RubricsBasedCriterion,
     ToolTrajectoryCriterion,
 )
@@ -164,12 +165,19 @@ def _safety(criterion: Any, judge: Judge) -> Metric:
     return SafetyMetric(cast(BaseCriterion, criterion), judge)
 
 
+def _simulator_quality(criterion: Any, judge: Judge) -> Metric:
+    from assay.metrics.simulator_quality import UserSimulatorQualityMetric
+
+    return UserSimulatorQualityMetric(cast(LlmBackedUserSimulatorCriterion, criterion), judge)
+
+
 JUDGED_METRICS: Mapping[str, JudgedMetricFactory] = {
     "final_response_match_v2": _final_response_match,
     "rubric_based_final_response_quality_v1": _rubric_final_response,
     "rubric_based_tool_use_quality_v1": _rubric_tool_use,
     "hallucinations_v1": _hallucinations,
     "safety_v1": _safety,
+    "per_turn_user_simulator_quality_v1": _simulator_quality,
 }
 """The LLM-judged criteria; each factory gets its criterion and the judge chosen for it."""
 
