@@ -292,11 +292,11 @@ def test_problems_in_the_config_eval_set_and_traces_are_reported_together(
     )
 
 
-def test_eval_without_traces_is_a_usage_error(run_cli: RunCli, example: Example) -> None:
+def test_eval_without_traces_or_agent_is_a_usage_error(run_cli: RunCli, example: Example) -> None:
     run = run_cli("eval", example.evalset)
 
     assert run.code == 2
-    assert "Missing option '--traces'" in run.err
+    assert "give either --traces FILE or --agent SPEC (exactly one)" in run.err
     assert "Traceback" not in run.output
 
 

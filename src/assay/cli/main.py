@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from assay._version import __version__
+from assay.agents.python import python_agent
 from assay.config import EvalConfig, default_config, load_config
 from assay.errors import AssayError, InputError
 from assay.evalset.io import load_eval_set
@@ -27,7 +28,9 @@ from assay.metrics.base import EvalStatus
 from assay.report.console import print_results
 from assay.results.model import EvalSetResult, RunSummary
 from assay.results.traces import Traces, load_traces
+from assay.runner.agent_run import AgentSettings, write_traces
 from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate_sync
+from assay.runner.inference import CaseInference, InferenceSettings
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -134,9 +137,47 @@ def cli() -> None:
     "--traces",
     "traces_paths",
     multiple=True,
-    required=True,
     type=click.Path(dir_okay=False),
     help="Recorded actual invocations: {eval_id: [Invocation, ...]} or an ADK .evalset_result.json. Repeatable.",
+)
+@click.option(
+    "--agent",
+    "agent_spec",
+    help="Run this agent instead of reading traces: module:attr or path/to/file.py:attr "
+    "(a function (message, session) or an agent object).",
+)
+@click.option(
+    "--num-runs",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="With --agent: runs per case, each scored on its own.",
+)
+@click.option(
+    "--inference-concurrency",
+    default=4,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="With --agent: cases run through the agent at once.",
+)
+@click.option(
+    "--turn-timeout",
+    default=300.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="With --agent: seconds one agent turn may take before the case is NOT_EVALUATED.",
+)
+@click.option(
+    "--mock-tools",
+    is_flag=True,
+    help="With --agent: answer the agent's tool calls from the eval case's recorded tool "
+    "responses (same name and arguments).",
+)
+@click.option(
+    "--save-traces",
+    "save_traces_path",
+    type=click.Path(dir_okay=False, writable=True),
+    help="With --agent: write the recorded invocations as a traces file (what --traces reads).",
 )
 @click.option(
     "--output",
@@ -193,6 +234,12 @@ def eval_command(
     eval_sets: tuple[str, ...],
     config_path: str | None,
     traces_paths: tuple[str, ...],
+    agent_spec: str | None,
+    num_runs: int,
+    inference_concurrency: int,
+    turn_timeout: float,
+    mock_tools: bool,
+    save_traces_path: str | None,
     output_path: str | None,
     print_detailed_results: bool,
     concurrency: int,
@@ -202,12 +249,18 @@ def eval_command(
     judge_attempts: int,
     no_cache: bool,
 ) -> None:
-    """Score EVALSET files against recorded traces and print a results table."""
+    """Score EVALSET files against recorded traces (--traces) or by running an agent (--agent),
+    and print a results table."""
     console = _console()
-    if output_path and not Path(output_path).parent.is_dir():  # say so before a long run
-        raise click.BadParameter(
-            f"folder '{Path(output_path).parent}' does not exist", param_hint="'--output'"
-        )
+    if bool(traces_paths) == bool(agent_spec):
+        raise click.UsageError("give either --traces FILE or --agent SPEC (exactly one)")
+    if save_traces_path and not agent_spec:
+        raise click.BadParameter("needs --agent", param_hint="'--save-traces'")
+    for option, path in (("--output", output_path), ("--save-traces", save_traces_path)):
+        if path and not Path(path).parent.is_dir():  # say so before a long run
+            raise click.BadParameter(
+                f"folder '{Path(path).parent}' does not exist", param_hint=f"'{option}'"
+            )
     problems = []  # eval sets, configs and traces are all checked before anything is scored
     jobs: list[EvalSetJob] = []
     traces = Traces()
@@ -221,6 +274,19 @@ def eval_command(
         problems.extend(exc.problems)
     if problems:
         raise InputError(problems)
+    agent = None
+    if agent_spec:
+        python_agent(agent_spec)  # a bad spec is reported now, not once per case
+        agent = AgentSettings(
+            make_agent=lambda: python_agent(agent_spec),
+            inference=InferenceSettings(
+                num_runs=num_runs,
+                concurrency=inference_concurrency,
+                turn_timeout_s=turn_timeout,
+                mock_tools=mock_tools,
+            ),
+        )
+    saved: list[CaseInference] = []
     for job in jobs:
         names = ", ".join(job.config.criteria) or "(none)"
         console.print(
@@ -235,7 +301,17 @@ def eval_command(
         max_attempts=judge_attempts,
         cache=not no_cache,
     )
-    results = evaluate_sync(jobs, traces, concurrency=concurrency, judges=judges)
+    results = evaluate_sync(
+        jobs,
+        None if agent else traces,
+        agent=agent,
+        concurrency=concurrency,
+        judges=judges,
+        on_inference=lambda _job, done: saved.extend(done),
+    )
+    if save_traces_path:
+        write_traces(Path(save_traces_path), saved)
+        console.print(f"traces written to {escape(save_traces_path)}")
     summary = _total(results)
     print_results(console, results, summary, detailed=print_detailed_results)
     if output_path:

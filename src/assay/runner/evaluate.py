@@ -1,7 +1,7 @@
 """Evaluating eval sets: the async core and its sync facade.
 
-Inference (running an agent) and scoring are separate stages; today the actual invocations come
-from recorded traces. Cases are scored concurrently up to ``concurrency`` and come back in the
+Inference (running an agent) and scoring are separate stages: the actual invocations come from
+recorded traces, or from running an agent over each case first (:mod:`assay.runner.inference`). Cases are scored concurrently up to ``concurrency`` and come back in the
 order of the eval set. LLM-judged metrics get their judge from a :class:`JudgeProvider`; by default
 a pool built from :class:`JudgeSettings` (one client per judge model, shared limits, the response
 cache), opened and closed inside the run's event loop.
@@ -26,6 +26,8 @@ from assay.metrics.base import EvalStatus
 from assay.metrics.registry import JudgeProvider, MetricRegistry, default_registry
 from assay.results.model import EvalCaseResult, EvalSetResult, JudgeInfo, RunSummary, SetNotes
 from assay.results.traces import Traces
+from assay.runner.agent_run import AgentSettings, Attempt, SimulatorFactory, infer_set
+from assay.runner.inference import CaseInference
 from assay.runner.scoring import ConfiguredMetric, score_case
 
 
@@ -126,30 +128,42 @@ def _usage_by_metric(results: Sequence[EvalCaseResult]) -> dict[str, TokenUsage]
     return usage
 
 
+def _from_traces(traces: Traces, eval_set_id: str) -> Callable[[EvalCase], list[Attempt]]:
+    sources = ", ".join(traces.sources) or "the traces"
+
+    def attempts(case: EvalCase) -> list[Attempt]:
+        actual = traces.get(eval_set_id, case.eval_id)
+        reason = None if actual is not None else f"no trace for this case in {sources}"
+        return [Attempt(1, actual, reason)]
+
+    return attempts
+
+
 async def _evaluate_set(
     job: EvalSetJob,
-    traces: Traces,
+    attempts: Callable[[EvalCase], list[Attempt]],
     registry: MetricRegistry,
     semaphore: asyncio.Semaphore,
     on_case: CaseCallback | None,
     judges: JudgeProvider | None,
+    started: float | None = None,
 ) -> EvalSetResult:
-    started = time.perf_counter()
+    started = time.perf_counter() if started is None else started
     eval_set = job.loaded.eval_set
     recording = _RecordingProvider(judges) if judges is not None else None
     metrics = configured_metrics(job.config, registry, recording)
-    sources = ", ".join(traces.sources) or "the traces"
 
-    async def one(case: EvalCase) -> EvalCaseResult:
+    async def one(case: EvalCase, attempt: Attempt) -> EvalCaseResult:
         async with semaphore:
-            actual = traces.get(eval_set.eval_set_id, case.eval_id)
-            missing = None if actual is not None else f"no trace for this case in {sources}"
-            result = await score_case(eval_set.eval_set_id, case, actual, metrics, missing)
+            result = await score_case(
+                eval_set.eval_set_id, case, attempt.invocations, metrics, attempt.reason
+            )
         if on_case is not None:
             on_case(job, result)
         return result
 
-    case_results = list(await asyncio.gather(*(one(case) for case in eval_set.eval_cases)))
+    scored = [one(case, attempt) for case in eval_set.eval_cases for attempt in attempts(case)]
+    case_results = list(await asyncio.gather(*scored))
     created = time.time()
     result_id = f"{_app_name(eval_set.eval_cases)}_{eval_set.eval_set_id}_{created}"
     return EvalSetResult(
@@ -206,42 +220,78 @@ def _needs_judge(jobs: Sequence[EvalSetJob], registry: MetricRegistry) -> bool:
 
 async def evaluate(
     jobs: Sequence[EvalSetJob],
-    traces: Traces,
+    traces: Traces | None = None,
     *,
+    agent: AgentSettings | None = None,
     registry: MetricRegistry | None = None,
     concurrency: int = 8,
     on_case: CaseCallback | None = None,
+    on_inference: Callable[[EvalSetJob, list[CaseInference]], None] | None = None,
     judges: JudgeProvider | JudgeSettings | None = None,
 ) -> list[EvalSetResult]:
-    """Score every case of every eval set against its recorded trace; one result per set.
+    """Score every case of every eval set; one result per set.
 
-    ``judges`` is a provider to use as it is, or the settings of the judge pool this run opens
-    (and closes) itself; by default :class:`JudgeSettings` ``()``.
+    The actual invocations come from ``traces``, or from running ``agent`` (one scored case
+    result per case and run). ``on_inference`` gets each set's inferences before they are
+    scored (``--save-traces``). ``judges`` is a provider to use as it is, or the settings of the
+    judge pool this run opens (and closes) itself; by default :class:`JudgeSettings` ``()``.
     """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
+    if (traces is None) == (agent is None):
+        raise ValueError("give either traces or an agent")
     registry = registry or default_registry()
     semaphore = asyncio.Semaphore(concurrency)
 
+    async def one_set(job: EvalSetJob, provider: JudgeProvider | None) -> EvalSetResult:
+        started = time.perf_counter()
+        if agent is None:
+            assert traces is not None
+            attempts = _from_traces(traces, job.loaded.eval_set.eval_set_id)
+        else:
+            simulators = agent.make_simulator or _default_simulators(job, provider)
+            found, inferences = await infer_set(job.loaded.eval_set.eval_cases, agent, simulators)
+            if on_inference is not None:
+                on_inference(job, inferences)
+
+            def attempts(case: EvalCase) -> list[Attempt]:
+                return found.get(case.eval_id, [])
+
+        return await _evaluate_set(job, attempts, registry, semaphore, on_case, provider, started)
+
     async def run(provider: JudgeProvider | None) -> list[EvalSetResult]:
-        return [
-            await _evaluate_set(j, traces, registry, semaphore, on_case, provider) for j in jobs
-        ]
+        return [await one_set(job, provider) for job in jobs]
 
     if isinstance(judges, JudgeSettings) or judges is None:
-        if not _needs_judge(jobs, registry):
+        if not _needs_judge(jobs, registry) and not _needs_simulator(jobs, agent):
             return await run(None)
         return await _with_judge_pool(judges or JudgeSettings(), run)
     return await run(judges)
 
 
+def _needs_simulator(jobs: Sequence[EvalSetJob], agent: AgentSettings | None) -> bool:
+    if agent is None or agent.make_simulator is not None:
+        return False
+    return any(
+        c.conversation_scenario is not None for j in jobs for c in j.loaded.eval_set.eval_cases
+    )
+
+
+def _default_simulators(job: EvalSetJob, provider: JudgeProvider | None) -> SimulatorFactory:
+    from assay.runner.simulators import simulators_for
+
+    return simulators_for(job.config, provider)
+
+
 def evaluate_sync(
     jobs: Sequence[EvalSetJob],
-    traces: Traces,
+    traces: Traces | None = None,
     *,
+    agent: AgentSettings | None = None,
     registry: MetricRegistry | None = None,
     concurrency: int = 8,
     on_case: CaseCallback | None = None,
+    on_inference: Callable[[EvalSetJob, list[CaseInference]], None] | None = None,
     judges: JudgeProvider | JudgeSettings | None = None,
 ) -> list[EvalSetResult]:
     """:func:`evaluate` for code that is not async."""
@@ -249,9 +299,11 @@ def evaluate_sync(
         evaluate(
             jobs,
             traces,
+            agent=agent,
             registry=registry,
             concurrency=concurrency,
             on_case=on_case,
+            on_inference=on_inference,
             judges=judges,
         )
     )

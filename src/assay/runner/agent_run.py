@@ -1,0 +1,83 @@
+"""Running an agent instead of reading traces: the settings, the simulators, saved traces.
+
+:func:`infer_set` runs every case of one eval set through the agent (see
+:mod:`assay.runner.inference`) and returns, per case, one :class:`Attempt` per run: the
+invocations to score, or the reason there are none. :func:`write_traces` saves what ``--traces``
+reads back, so inference and scoring can be separated.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assay.agents.base import Agent
+from assay.evalset.case import EvalCase
+from assay.evalset.invocation import Invocation
+from assay.runner.inference import (
+    CaseInference,
+    InferenceSettings,
+    Simulator,
+    run_inference,
+)
+
+SimulatorFactory = Callable[[EvalCase, Agent], Simulator]
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """The agent to run (a factory called once per case and run) and how inference runs."""
+
+    make_agent: Callable[[], Agent | Awaitable[Agent]]
+    inference: InferenceSettings = field(default_factory=InferenceSettings)
+    make_simulator: SimulatorFactory | None = None
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One run of one case: the invocations to score, or why there are none."""
+
+    run: int
+    invocations: list[Invocation] | None
+    reason: str | None = None
+
+
+def _attempt(done: CaseInference) -> Attempt:
+    if done.error is not None:
+        return Attempt(done.run, None, done.error)
+    return Attempt(done.run, done.invocations)
+
+
+async def infer_set(
+    cases: Sequence[EvalCase], settings: AgentSettings, make_simulator: SimulatorFactory
+) -> tuple[dict[str, list[Attempt]], list[CaseInference]]:
+    """Run the agent over ``cases``; the attempts by eval id, and the raw inferences."""
+    done = await run_inference(cases, settings.make_agent, make_simulator, settings.inference)
+    attempts: dict[str, list[Attempt]] = {}
+    for inference in done:
+        attempts.setdefault(inference.eval_id, []).append(_attempt(inference))
+    return attempts, done
+
+
+def traces_document(inferences: Sequence[CaseInference]) -> dict[str, object]:
+    """``{eval_id: [Invocation, ...]}`` for the first run of each case (what ``--traces``
+    reads); later runs go under ``"<eval_id>#run<N>"``. A case whose inference failed is left
+    out, so scoring the file again reports it as missing rather than scoring half a
+    conversation."""
+    document: dict[str, object] = {}
+    for inference in inferences:
+        if inference.error is not None:
+            continue
+        key = inference.eval_id if inference.run == 1 else f"{inference.eval_id}#run{inference.run}"
+        document[key] = [
+            invocation.model_dump(mode="json", exclude_none=True)
+            for invocation in inference.invocations
+        ]
+    return document
+
+
+def write_traces(path: Path, inferences: Sequence[CaseInference]) -> None:
+    """Save the inferences as a traces file."""
+    path.write_text(json.dumps(traces_document(inferences), indent=2, ensure_ascii=False) + "\n")

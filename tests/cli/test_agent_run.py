@@ -1,0 +1,108 @@
+"""``assay eval --agent``: run a Python agent over the eval set, score it, save its traces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from _support import Example, RunCli
+
+# An agent that answers each example case as the recorded traces did: a stand-in for a real agent
+# whose behaviour the test controls. "FAIL" in the environment makes one case's agent raise.
+AGENT = """
+import json, os
+from pathlib import Path
+
+_TRACES = json.loads(Path({traces!r}).read_text())
+_BY_TEXT = {{
+    inv["user_content"]["parts"][0]["text"]: inv
+    for invocations in _TRACES.values() for inv in invocations
+}}
+
+def agent(message, session):
+    if os.environ.get("AGENT_FAILS_ON") and os.environ["AGENT_FAILS_ON"] in message:
+        raise ValueError("the booking backend is down")
+    recorded = _BY_TEXT[message]
+    events = recorded.get("intermediate_data", {{}}).get("invocation_events", [])
+    return events + [{{"author": "travel_agent", "content": recorded["final_response"]}}]
+"""
+
+
+def _agent_file(tmp_path: Path, example: Example) -> Path:
+    source = tmp_path / "replaying_agent.py"
+    source.write_text(AGENT.format(traces=str(example.traces)))
+    return source
+
+
+def test_an_agent_run_scores_like_its_traces_and_saves_traces_that_score_the_same(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    agent = _agent_file(tmp_path, example)
+    saved, by_agent, by_traces = tmp_path / "t.json", tmp_path / "a.json", tmp_path / "b.json"
+    run = run_cli(
+        "eval", example.evalset, "--agent", f"{agent}:agent",
+        "--save-traces", saved, "--output", by_agent,
+    )  # fmt: skip
+    assert run.code == 0, run.output
+    assert "4 passed, 0 failed, 0 not evaluated" in run.out
+    assert f"traces written to {saved}" in run.out
+    again = run_cli("eval", example.evalset, "--traces", saved, "--output", by_traces)
+    assert again.code == 0, again.output
+
+    def scores(path: Path) -> dict[str, list[tuple[str, float | None]]]:
+        return {
+            case["eval_id"]: [
+                (m["metric_name"], m.get("score"))
+                for m in case["overall_eval_metric_results"]
+                if m["metric_name"] != "invocation_duration_v1"
+            ]
+            for case in json.loads(path.read_text())["eval_case_results"]
+        }
+
+    assert scores(by_agent) == scores(by_traces)
+    assert sorted(json.loads(saved.read_text())) == sorted(json.loads(example.traces.read_text()))
+
+
+def test_an_agent_that_raises_leaves_its_case_not_evaluated_and_the_rest_scored(
+    run_cli: RunCli, example: Example, tmp_path: Path, monkeypatch: object
+) -> None:
+    import pytest
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    monkeypatch.setenv("AGENT_FAILS_ON", "Lisbon")
+    agent = _agent_file(tmp_path, example)
+    out = tmp_path / "r.json"
+    run = run_cli("eval", example.evalset, "--agent", f"{agent}:agent", "--output", out)
+    assert run.code == 1, run.output
+    assert "3 passed, 0 failed, 1 not evaluated" in run.out
+    [broken] = [
+        c
+        for c in json.loads(out.read_text())["eval_case_results"]
+        if c["eval_id"] == "book_flight_lisbon"
+    ]
+    assert broken["final_eval_status"] == 3
+    assert broken["assay"]["reason"] == (
+        "turn 1: the agent raised ValueError: the booking backend is down"
+    )
+
+
+def test_traces_and_agent_together_or_neither_is_a_usage_error(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    both = run_cli(
+        "eval", example.evalset, "--traces", example.traces, "--agent", "x:y"
+    )  # fmt: skip
+    neither = run_cli("eval", example.evalset)
+    for run in (both, neither):
+        assert run.code == 2
+        assert "give either --traces FILE or --agent SPEC" in run.err
+        assert "Traceback" not in run.output
+
+
+def test_a_bad_agent_spec_is_reported_before_anything_runs(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    run = run_cli("eval", example.evalset, "--agent", f"{tmp_path}/nope.py:agent")
+    assert run.code == 2
+    assert "--agent: no such file" in run.err
+    assert "Traceback" not in run.output
