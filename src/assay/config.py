@@ -37,6 +37,7 @@ from assay.errors import (
     short_value,
 )
 from assay.evalset.rubric import Rubric
+from assay.simulation.config import UserSimulatorConfig
 
 DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
 
@@ -237,7 +238,7 @@ class EvalConfig(_ConfigModel):
 
     criteria: dict[str, SerializeAsAny[BaseCriterion]] = Field(default_factory=dict)
     custom_metrics: dict[str, CustomMetricConfig] | None = None
-    user_simulator_config: dict[str, Any] | None = None
+    user_simulator_config: UserSimulatorConfig | None = None
     live_model_config: dict[str, Any] | None = None
 
     @model_validator(mode="before")
@@ -313,7 +314,7 @@ def parse_config(data: Any, file: str = "<config>") -> EvalConfig:
         )
     except ValidationError as exc:
         problems += problems_from_validation(
-            exc, file, data, known_keys=list(EvalConfig.model_fields)
+            exc, file, data, known_keys=lambda loc: keys_at(EvalConfig, loc)
         )
         config = None
     if not isinstance(raw_criteria, dict):
