@@ -8,7 +8,18 @@ from typing import Any
 
 import pytest
 
-from assay.agents import AgentError, AgentLoadError, Session, TurnResult, python_agent, to_turn
+from assay.agents import (
+    Agent,
+    AgentError,
+    AgentLoadError,
+    CaseContext,
+    Session,
+    TurnResult,
+    resolve_agent,
+    to_turn,
+)
+from assay.agents.python import load_python_target
+from assay.evalset.case import EvalCase
 from assay.evalset.content import Content, Part
 
 
@@ -87,6 +98,15 @@ def test_an_unusable_return_value_is_an_agent_error_that_says_where(
         to_turn(value, "bot")
 
 
+def _agent(spec: str) -> Any:
+    case = EvalCase.model_validate(
+        {"eval_id": "c", "conversation": [{"user_content": {"parts": [{"text": "x"}]}}]}
+    )
+    made = resolve_agent(spec, env={})(CaseContext(case=case))
+    assert isinstance(made, Agent)
+    return made
+
+
 def test_a_spec_names_a_function_in_a_py_file_sync_or_async(tmp_path: Path) -> None:
     source = tmp_path / "my_agent.py"
     source.write_text(
@@ -98,7 +118,7 @@ def test_a_spec_names_a_function_in_a_py_file_sync_or_async(tmp_path: Path) -> N
         "def plain(message, session):\n"
         "    return 'plain ' + message\n"
     )
-    agent = python_agent(f"{source}:answer")
+    agent = _agent(f"{source}:answer")
     session = _session()
     turn = asyncio.run(agent.turn(_user("hi"), session))
     assert turn.final_response is not None and turn.final_response.parts
@@ -107,7 +127,7 @@ def test_a_spec_names_a_function_in_a_py_file_sync_or_async(tmp_path: Path) -> N
     details = agent.app_details()
     assert details is not None
     assert details.agent_details["answer"].instructions == "Shout."
-    plain = python_agent(f"{source}:plain")
+    plain = _agent(f"{source}:plain")
     assert plain.app_details() is None
     assert asyncio.run(plain.turn(_user("x"), _session())).final_response is not None
 
@@ -128,7 +148,7 @@ def test_a_factory_gives_each_case_a_fresh_agent_object(tmp_path: Path) -> None:
         "    async def aclose(self):\n"
         "        pass\n"
     )
-    first, second = python_agent(f"{source}:Counter"), python_agent(f"{source}:Counter")
+    first, second = _agent(f"{source}:Counter"), _agent(f"{source}:Counter")
     assert first is not second
     asyncio.run(first.turn(_user("x"), _session()))
     assert vars(first)["turns"] == 1 and vars(second)["turns"] == 0
@@ -145,4 +165,4 @@ def test_a_factory_gives_each_case_a_fresh_agent_object(tmp_path: Path) -> None:
 )
 def test_a_bad_spec_is_a_clear_error(spec: str, message: str) -> None:
     with pytest.raises(AgentLoadError, match=message):
-        python_agent(spec)
+        load_python_target(spec)

@@ -82,7 +82,7 @@ def test_an_agent_that_raises_leaves_its_case_not_evaluated_and_the_rest_scored(
     ]
     assert broken["final_eval_status"] == 3
     assert broken["assay"]["reason"] == (
-        "turn 1: the agent raised ValueError: the booking backend is down"
+        "turn 1: the agent raised ValueError: the booking backend is down (after 2 attempts)"
     )
 
 

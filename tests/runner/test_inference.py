@@ -63,13 +63,20 @@ async def _echo(message: str, session: Session) -> str:
     return f"{message} ({session.state['turns']}, history {len(session.history)})"
 
 
-def _run(cases: list[EvalCase], agent: Any, **settings: Any) -> list[CaseInference]:
+def _run(
+    cases: list[EvalCase], agent: Any, waits: list[float] | None = None, **settings: Any
+) -> list[CaseInference]:
+    async def sleep(seconds: float) -> None:  # backoffs are recorded, not slept
+        if waits is not None:
+            waits.append(seconds)
+
     return asyncio.run(
         run_inference(
             cases,
-            lambda: FunctionAgent(agent, name="bot"),
-            lambda case, _agent: _Replay(case),
+            lambda context: FunctionAgent(agent, name="bot"),
+            lambda context, _agent: _Replay(context.case),
             InferenceSettings(**settings),
+            sleep=sleep,
         )
     )
 
@@ -126,8 +133,53 @@ def test_an_agent_failure_ends_only_its_own_case_with_the_reason(
         turn_timeout_s=0.2,
     )
     assert broken.error is not None and broken.error.startswith(reason)
+    assert broken.error.endswith("(after 2 attempts)") and broken.attempts == 2
     assert len(broken.invocations) == 1  # the turn before the failure is kept
     assert healthy.error is None and len(healthy.invocations) == 2
+
+
+def test_a_failed_conversation_is_run_again_from_a_fresh_session_after_a_backoff() -> None:
+    calls: list[tuple[str, int]] = []
+
+    def flaky(message: str, session: Session) -> str:
+        session.state["seen"] = session.state.get("seen", 0) + 1
+        calls.append((message, session.state["seen"]))
+        if len(calls) <= 4 and message == "two":
+            raise ConnectionError("reset by peer")
+        return "fine"
+
+    waits: list[float] = []
+    [done] = _run([_case("c", "one", "two")], flaky, waits, attempts=3, backoff_s=0.5)
+    assert done.error is None and done.attempts == 3 and len(done.invocations) == 2
+    assert waits == [0.5, 1.0]  # doubling backoff between attempts
+    # every attempt starts over: turn one again, with a fresh session state
+    assert calls == [("one", 1), ("two", 2)] * 3
+
+
+def test_one_attempt_means_no_retry_and_no_backoff() -> None:
+    def broken(message: str, session: Session) -> str:
+        raise ValueError("bad")
+
+    waits: list[float] = []
+    [done] = _run([_case("c", "x")], broken, waits, attempts=1)
+    assert done.error == "turn 1: the agent raised ValueError: bad" and waits == []
+
+
+def test_a_simulator_that_gives_no_message_is_not_retried() -> None:
+    class Silent:
+        async def next_message(self, history: Sequence[Invocation]) -> _Next:
+            return _Next("no_message_generated", None)
+
+    made: list[int] = []
+
+    def make(context: Any) -> FunctionAgent:
+        made.append(context.run)
+        return FunctionAgent(_echo)
+
+    done = asyncio.run(
+        run_inference([_case("c", "x")], make, lambda c, a: Silent(), InferenceSettings())
+    )
+    assert made == [1] and done[0].error is not None and "no message" in done[0].error
 
 
 def test_concurrency_bounds_the_cases_in_flight() -> None:

@@ -3,25 +3,31 @@
 from assay.agents.base import (
     Agent,
     AgentError,
+    AgentFactory,
     AgentTurn,
+    CaseContext,
     Session,
     ToolCall,
     TurnResult,
     to_turn,
     turn_from_events,
 )
-from assay.agents.python import AgentLoadError, FunctionAgent, python_agent
+from assay.agents.python import AgentLoadError, FunctionAgent
+from assay.agents.spec import factory_for, resolve_agent
 
 __all__ = [
     "Agent",
     "AgentError",
+    "AgentFactory",
     "AgentLoadError",
     "AgentTurn",
+    "CaseContext",
     "FunctionAgent",
     "Session",
     "ToolCall",
     "TurnResult",
-    "python_agent",
+    "factory_for",
+    "resolve_agent",
     "to_turn",
     "turn_from_events",
 ]

@@ -23,12 +23,24 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import Field, TypeAdapter, ValidationError
 
 from assay.evalset._base import AssayModel
+from assay.evalset.case import EvalCase
 from assay.evalset.content import Content, FunctionCall, FunctionResponse, Part
 from assay.evalset.invocation import AppDetails, Invocation, InvocationEvent
 
 
 class AgentError(Exception):
     """An agent failed a turn: it raised, timed out, or returned something unusable."""
+
+
+@dataclass(frozen=True)
+class CaseContext:
+    """What an agent factory is told about the conversation it makes an agent for: the case,
+    every case of its eval set (an agent built from the eval set, such as a model given the
+    recorded tool declarations, looks there), and which run of the case this is (1-based)."""
+
+    case: EvalCase
+    cases: Sequence[EvalCase] = ()
+    run: int = 1
 
 
 @dataclass
@@ -107,6 +119,10 @@ class Agent(Protocol):
     async def aclose(self) -> None:
         """Release what the agent holds."""
         ...
+
+
+AgentFactory = Callable[[CaseContext], "Agent | Awaitable[Agent]"]
+"""Makes a fresh agent for one case and run (sync or async)."""
 
 
 _EVENTS = TypeAdapter(list[InvocationEvent])

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from assay.agents.base import Agent, AgentTurn, Session, to_turn
+from assay.agents.base import AgentTurn, Session, to_turn
 from assay.errors import AssayError
 from assay.evalset.content import Content
 from assay.evalset.invocation import AgentDetails, AppDetails
@@ -91,7 +91,11 @@ class FunctionAgent:
         if not callable(function):
             raise AgentLoadError(f"--agent: {function!r} is not callable")
         self._function = function
-        self._name = name or str(getattr(function, "name", None) or function.__name__)
+        self._name = name or str(
+            getattr(function, "name", None)
+            or getattr(function, "__name__", None)
+            or type(function).__name__
+        )
 
     @property
     def name(self) -> str:
@@ -120,16 +124,3 @@ class FunctionAgent:
 
     async def aclose(self) -> None:
         """Nothing to release."""
-
-
-def python_agent(spec: str) -> Agent:
-    """Make the agent ``spec`` (``module:attr``) names; call it for each case that needs one."""
-    target = load_python_target(spec)
-    if getattr(target, "assay_factory", False) or inspect.isclass(target):
-        try:
-            target = target()
-        except Exception as exc:
-            raise AgentLoadError(f"--agent {spec!r}: making the agent failed: {exc!r}") from None
-    if isinstance(target, Agent) and not inspect.isfunction(target):
-        return target
-    return FunctionAgent(target)

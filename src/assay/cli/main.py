@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from assay._version import __version__
-from assay.agents.python import python_agent
+from assay.agents.spec import resolve_agent
 from assay.config import EvalConfig, default_config, load_config
 from assay.errors import AssayError, InputError
 from assay.evalset.io import load_eval_set
@@ -116,6 +116,7 @@ def _unevaluated_in_passed_cases(results: Sequence[EvalSetResult]) -> int:
         if case.final_eval_status is EvalStatus.PASSED
         for row in case.overall_eval_metric_results
         if row.eval_status is EvalStatus.NOT_EVALUATED
+        and row.metric_name not in case.assay.not_applicable
     )
 
 
@@ -144,7 +145,8 @@ def cli() -> None:
     "--agent",
     "agent_spec",
     help="Run this agent instead of reading traces: module:attr or path/to/file.py:attr "
-    "(a function (message, session) or an agent object).",
+    "(a function (message, session) or an agent object), an ADK agent folder or module "
+    "(root_agent), http(s)://URL (docs/agents.md), or openai:MODEL / ollama:MODEL.",
 )
 @click.option(
     "--num-runs",
@@ -166,6 +168,14 @@ def cli() -> None:
     show_default=True,
     type=click.FloatRange(min=0, min_open=True),
     help="With --agent: seconds one agent turn may take before the case is NOT_EVALUATED.",
+)
+@click.option(
+    "--agent-attempts",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="With --agent: attempts per conversation; one the agent fails (raises, hangs, answers "
+    "nonsense) is run again from a fresh session after a backoff, then NOT_EVALUATED.",
 )
 @click.option(
     "--mock-tools",
@@ -238,6 +248,7 @@ def eval_command(
     num_runs: int,
     inference_concurrency: int,
     turn_timeout: float,
+    agent_attempts: int,
     mock_tools: bool,
     save_traces_path: str | None,
     output_path: str | None,
@@ -276,14 +287,14 @@ def eval_command(
         raise InputError(problems)
     agent = None
     if agent_spec:
-        python_agent(agent_spec)  # a bad spec is reported now, not once per case
         agent = AgentSettings(
-            make_agent=lambda: python_agent(agent_spec),
+            make_agent=resolve_agent(agent_spec),  # a bad spec is reported now, not per case
             inference=InferenceSettings(
                 num_runs=num_runs,
                 concurrency=inference_concurrency,
                 turn_timeout_s=turn_timeout,
                 mock_tools=mock_tools,
+                attempts=agent_attempts,
             ),
         )
     saved: list[CaseInference] = []

@@ -9,11 +9,11 @@ reads back, so inference and scoring can be separated.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from assay.agents.base import Agent
+from assay.agents.base import Agent, AgentFactory, CaseContext
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
 from assay.runner.inference import (
@@ -23,14 +23,14 @@ from assay.runner.inference import (
     run_inference,
 )
 
-SimulatorFactory = Callable[[EvalCase, Agent], Simulator]
+SimulatorFactory = Callable[[CaseContext, Agent], Simulator]
 
 
 @dataclass(frozen=True)
 class AgentSettings:
     """The agent to run (a factory called once per case and run) and how inference runs."""
 
-    make_agent: Callable[[], Agent | Awaitable[Agent]]
+    make_agent: AgentFactory
     inference: InferenceSettings = field(default_factory=InferenceSettings)
     make_simulator: SimulatorFactory | None = None
 

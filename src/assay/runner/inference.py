@@ -20,7 +20,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from assay.agents.base import Agent, AgentError, AgentTurn, Session, ToolRunner
+from assay.agents.base import (
+    Agent,
+    AgentError,
+    AgentFactory,
+    AgentTurn,
+    CaseContext,
+    Session,
+    ToolRunner,
+)
 from assay.evalset.case import EvalCase
 from assay.evalset.content import Content
 from assay.evalset.invocation import Invocation, InvocationEvents
@@ -28,14 +36,25 @@ from assay.evalset.invocation import Invocation, InvocationEvents
 
 @dataclass(frozen=True)
 class InferenceSettings:
-    """How inference runs: runs per case, cases at once, the per-turn time limit, mocked tools."""
+    """How inference runs: runs per case, cases at once, the per-turn time limit, mocked tools.
+
+    A conversation the agent fails (it raises, hangs past ``turn_timeout_s`` or returns
+    something unusable) is run again from a fresh agent and session, up to ``attempts`` times
+    in all, waiting ``backoff_s``, then twice that, and so on, between attempts; a failure of
+    the simulated user is not retried here (its LLM client has retried already)."""
 
     num_runs: int = 1
     concurrency: int = 4
     turn_timeout_s: float = 300.0
     mock_tools: bool = False
+    attempts: int = 2
+    backoff_s: float = 1.0
 
     def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError(f"attempts must be at least 1, got {self.attempts}")
+        if self.backoff_s < 0:
+            raise ValueError(f"backoff_s must not be negative, got {self.backoff_s}")
         if self.num_runs < 1:
             raise ValueError(f"num_runs must be at least 1, got {self.num_runs}")
         if self.concurrency < 1:
@@ -69,6 +88,8 @@ class CaseInference:
     invocations: list[Invocation] = field(default_factory=list)
     error: str | None = None
     stop: str = ""
+    attempts: int = 1
+    retryable: bool = False
 
 
 def _tool_key(name: str, args: Any) -> str:
@@ -174,6 +195,7 @@ async def infer_case(
         except AgentError as exc:
             index = len(result.invocations) + 1
             result.error = f"turn {index}: {exc}"
+            result.retryable = True
             return result
         invocation = _invocation(
             case,
@@ -190,29 +212,41 @@ async def infer_case(
 
 async def run_inference(
     cases: Sequence[EvalCase],
-    make_agent: Callable[[], Agent | Awaitable[Agent]],
-    make_simulator: Callable[[EvalCase, Agent], Simulator],
+    make_agent: AgentFactory,
+    make_simulator: Callable[[CaseContext, Agent], Simulator],
     settings: InferenceSettings,
     on_done: Callable[[CaseInference], None] | None = None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> list[CaseInference]:
     """Every case, ``settings.num_runs`` times, at most ``settings.concurrency`` at once; the
     results in case order, runs together."""
     slots = asyncio.Semaphore(settings.concurrency)
 
+    async def attempt(context: CaseContext) -> CaseInference:
+        case, run = context.case, context.run
+        try:
+            made = make_agent(context)
+            agent = await made if isinstance(made, Awaitable) else made
+        except Exception as exc:  # a factory that fails for this case only
+            return CaseInference(
+                case.eval_id, run, error=f"making the agent failed: {exc}", retryable=True
+            )
+        try:
+            return await infer_case(case, run, agent, make_simulator(context, agent), settings)
+        finally:
+            await agent.aclose()
+
     async def one(case: EvalCase, run: int) -> CaseInference:
+        context = CaseContext(case=case, cases=cases, run=run)
         async with slots:
-            try:
-                made = make_agent()
-                agent = await made if isinstance(made, Awaitable) else made
-            except Exception as exc:  # a factory that fails for this case only
-                done = CaseInference(case.eval_id, run, error=f"making the agent failed: {exc!r}")
-                if on_done is not None:
-                    on_done(done)
-                return done
-            try:
-                done = await infer_case(case, run, agent, make_simulator(case, agent), settings)
-            finally:
-                await agent.aclose()
+            for tried in range(1, settings.attempts + 1):
+                done = await attempt(context)
+                done.attempts = tried
+                if done.error is None or not done.retryable or tried == settings.attempts:
+                    break
+                await sleep(settings.backoff_s * 2 ** (tried - 1))
+        if done.error is not None and done.attempts > 1:
+            done.error += f" (after {done.attempts} attempts)"
         if on_done is not None:
             on_done(done)
         return done

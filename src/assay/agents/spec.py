@@ -1,0 +1,143 @@
+"""``--agent SPEC``: which kind of agent a spec names, and the factory that makes it.
+
+* ``http://...`` or ``https://...``: an agent behind HTTP (:mod:`assay.agents.http`);
+* ``openai:MODEL`` or ``ollama:MODEL``: a tool-calling model as the agent, given the eval set's
+  tool declarations, its tool calls answered from the recorded responses
+  (:mod:`assay.agents.model`);
+* ``module:attr`` or ``path/to/file.py:attr``: a Python function or agent object
+  (:mod:`assay.agents.python`), or an ADK agent object (:mod:`assay.agents.adk`);
+* ``module`` or ``path/to/folder`` (no ``:attr``): ADK's layout, a module or package exposing
+  ``root_agent`` (directly or in its ``agent`` submodule), as ``adk eval`` loads it.
+
+A spec is checked when it is resolved, so a typo is reported once, before any case runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from assay.agents.base import Agent, AgentFactory, CaseContext
+from assay.agents.python import AgentLoadError, FunctionAgent, load_python_target
+
+MODEL_PREFIXES = ("openai:", "ollama:")
+
+
+def is_adk_agent(target: Any) -> bool:
+    """Whether ``target`` is an ADK agent object (checked without importing ADK)."""
+    return any(
+        cls.__module__.startswith("google.adk.agents") and cls.__name__ == "BaseAgent"
+        for cls in type(target).__mro__
+    )
+
+
+def _import_package(target: str) -> Any:
+    path = Path(target)
+    if path.is_dir():
+        parent, name = str(path.resolve().parent), path.resolve().name
+        if parent not in sys.path:
+            sys.path.insert(0, parent)
+        module = name
+    elif "/" in target or target.endswith(".py"):
+        raise AgentLoadError(
+            f"--agent {target!r}: no such folder; give a folder or module exposing root_agent, "
+            "or module:attr / path/to/file.py:attr"
+        )
+    else:
+        module = target
+        if str(Path.cwd()) not in sys.path:
+            sys.path.insert(0, str(Path.cwd()))
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise AgentLoadError(f"--agent: cannot import {target!r}: {exc}") from None
+    except Exception as exc:
+        raise AgentLoadError(f"--agent: importing {target!r} failed: {exc!r}") from None
+
+
+def find_root_agent(target: str) -> Any:
+    """``root_agent`` of a module or package folder, or of its ``agent`` submodule."""
+    module = _import_package(target)
+    if hasattr(module, "root_agent"):
+        return module.root_agent
+    try:
+        submodule = importlib.import_module(f"{module.__name__}.agent")
+    except ImportError:
+        submodule = None
+    except Exception as exc:
+        raise AgentLoadError(f"--agent: importing {target!r}.agent failed: {exc!r}") from None
+    if submodule is not None and hasattr(submodule, "root_agent"):
+        return submodule.root_agent
+    raise AgentLoadError(
+        f"--agent {target!r}: found no root_agent in it or in its agent module; "
+        "use module:attr to name the agent"
+    )
+
+
+def _python_factory(target: Any, spec: str) -> AgentFactory:
+    fresh = bool(getattr(target, "assay_factory", False)) or inspect.isclass(target)
+
+    def make_from(value: Any) -> Agent:
+        if is_adk_agent(value):
+            raise AgentLoadError(f"--agent {spec!r}: the factory returned an ADK agent")
+        if isinstance(value, Agent) and not inspect.isfunction(value):
+            return value
+        return FunctionAgent(value)
+
+    if not fresh:
+        agent = make_from(target)  # checked now; the same object serves every case
+        return lambda context: agent
+
+    def make(context: CaseContext) -> Agent:
+        try:
+            value = target()
+        except Exception as exc:
+            raise AgentLoadError(f"--agent {spec!r}: making the agent failed: {exc!r}") from None
+        return make_from(value)
+
+    make(CaseContext(case=_probe_case()))  # a factory that cannot make an agent fails now
+    return make
+
+
+def _probe_case() -> Any:
+    from assay.evalset.case import EvalCase
+
+    return EvalCase.model_validate(
+        {"eval_id": "assay-probe", "conversation": [{"user_content": {"parts": [{"text": ""}]}}]}
+    )
+
+
+def factory_for(target: Any, spec: str) -> AgentFactory:
+    """The factory for an agent given as an object: an ADK agent, an :class:`Agent`, a Python
+    function, or a class/factory making one (``spec`` names it in messages)."""
+    if is_adk_agent(target):
+        from assay.agents.adk import adk_agent_factory
+
+        return adk_agent_factory(target, source=spec)
+    return _python_factory(target, spec)
+
+
+def resolve_agent(spec: str, *, env: Mapping[str, str] | None = None) -> AgentFactory:
+    """The factory for the agent ``spec`` names (see the module docstring); raises
+    :class:`~assay.agents.python.AgentLoadError` with what to do when it cannot be used."""
+    spec = spec.strip()
+    environ: Mapping[str, str] = os.environ if env is None else env
+    if not spec:
+        raise AgentLoadError("--agent: the spec is empty")
+    if spec.startswith(("http://", "https://")):
+        from assay.agents.http import http_agent_factory
+
+        return http_agent_factory(spec, env=environ)
+    if spec.startswith(MODEL_PREFIXES):
+        from assay.agents.model import model_agent_factory
+
+        return model_agent_factory(spec, env=environ)
+    head, sep, attr = spec.rpartition(":")
+    if sep and head and attr and "/" not in attr and not attr.endswith(".py"):
+        return factory_for(load_python_target(spec), spec)
+    return factory_for(find_root_agent(spec), spec)

@@ -1,0 +1,137 @@
+"""``--agent SPEC``: each form reaches the right kind of agent, and a bad spec says what to do."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from assay.agents.base import Agent, CaseContext
+from assay.agents.python import AgentLoadError
+from assay.agents.spec import find_root_agent, is_adk_agent, resolve_agent
+from assay.evalset.case import EvalCase
+from assay.evalset.content import Content, Part
+
+CASE = EvalCase.model_validate(
+    {"eval_id": "c", "conversation": [{"user_content": {"parts": [{"text": "hi"}]}}]}
+)
+
+
+def _answer(agent: Agent, text: str = "hi") -> str | None:
+    from assay.agents.base import Session
+
+    async def go() -> str | None:
+        turn = await agent.turn(
+            Content(role="user", parts=[Part(text=text)]), Session("app", "u", "s")
+        )
+        return turn.final_response.parts[0].text if turn.final_response else None  # type: ignore[index]
+
+    return asyncio.run(go())
+
+
+def _make(spec: str) -> Agent:
+    made = resolve_agent(spec, env={})(CaseContext(case=CASE))
+    assert isinstance(made, Agent)
+    return made
+
+
+def _package(root: Path, name: str, body: str, *, in_agent_module: bool) -> Path:
+    folder = root / name
+    folder.mkdir()
+    if in_agent_module:
+        (folder / "__init__.py").write_text("from . import agent\n")
+        (folder / "agent.py").write_text(textwrap.dedent(body))
+    else:
+        (folder / "__init__.py").write_text(textwrap.dedent(body))
+    return folder
+
+
+def test_a_file_and_attribute_names_a_python_function_agent(tmp_path: Path) -> None:
+    source = tmp_path / "bot.py"
+    source.write_text("def reply(message, session):\n    return 'you said ' + message\n")
+    assert _answer(_make(f"{source}:reply")) == "you said hi"
+
+
+def test_a_class_gives_every_case_a_fresh_agent_and_an_object_is_shared(tmp_path: Path) -> None:
+    source = tmp_path / "bots.py"
+    source.write_text(
+        textwrap.dedent(
+            """
+            class Counter:
+                def __init__(self):
+                    self.turns = 0
+                def __call__(self, message, session):
+                    self.turns += 1
+                    return str(self.turns)
+
+            def shared(message, session):
+                return 'same'
+            """
+        )
+    )
+    factory = resolve_agent(f"{source}:Counter", env={})
+    first, second = factory(CaseContext(case=CASE)), factory(CaseContext(case=CASE))
+    assert first is not second
+    shared = resolve_agent(f"{source}:shared", env={})
+    assert shared(CaseContext(case=CASE)) is shared(CaseContext(case=CASE, run=2))
+
+
+@pytest.mark.parametrize("in_agent_module", [False, True])
+def test_a_folder_exposing_root_agent_is_loaded_like_adk_loads_it(
+    tmp_path: Path, in_agent_module: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = f"pkg_{int(in_agent_module)}"
+    folder = _package(
+        tmp_path,
+        name,
+        "def root_agent(message, session):\n    return 'root says ' + message\n",
+        in_agent_module=in_agent_module,
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _answer(_make(str(folder))) == "root says hi"
+    assert _answer(_make(name)) == "root says hi"  # the same package by module name
+
+
+def test_a_folder_without_root_agent_says_to_name_the_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _package(tmp_path, "empty_pkg", "x = 1\n", in_agent_module=False)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(AgentLoadError, match=r"found no root_agent.*use module:attr"):
+        find_root_agent(str(folder))
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("", "the spec is empty"),
+        ("no/such/folder", "no such folder"),
+        ("no_such_module_xyz", "cannot import 'no_such_module_xyz'"),
+        ("no/such/file.py:agent", "no such file"),
+    ],
+)
+def test_a_bad_spec_is_an_error_saying_what_to_give(spec: str, message: str) -> None:
+    with pytest.raises(AgentLoadError, match=message):
+        resolve_agent(spec, env={})
+
+
+def test_a_factory_that_cannot_make_an_agent_fails_when_resolved(tmp_path: Path) -> None:
+    source = tmp_path / "broken.py"
+    source.write_text(
+        "class Agent:\n    def __init__(self):\n        raise RuntimeError('no credentials')\n"
+    )
+    with pytest.raises(AgentLoadError, match=r"making the agent failed.*no credentials"):
+        resolve_agent(f"{source}:Agent", env={})
+
+
+def test_only_adk_agent_classes_count_as_adk_agents() -> None:
+    class BaseAgent:  # same name, other module
+        pass
+
+    assert not is_adk_agent(BaseAgent())
+    assert not is_adk_agent(lambda m, s: "x")
+    from google.adk.agents import LlmAgent
+
+    assert is_adk_agent(LlmAgent(name="a", model="gemini-2.5-flash"))
