@@ -11,7 +11,7 @@ run.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, Literal, Protocol, cast
 
 from assay.config import (
     CRITERION_TYPES,
@@ -29,6 +29,10 @@ from assay.metrics.base import Metric, MetricInfo, MetricResult, not_evaluated
 from assay.metrics.efficiency import EFFICIENCY_METRICS
 from assay.metrics.rouge import ResponseMatchMetric
 from assay.metrics.trajectory import ToolTrajectoryMetric
+
+CaseKind = Literal["conversation", "scenario"]
+"""The kind of case a metric applies to: a static ``conversation`` (it compares against the
+expected invocations) or a ``conversation_scenario`` (it judges the simulated user)."""
 
 MetricFactory = Callable[[Any], Metric]
 JudgedMetricFactory = Callable[[Any, Judge], Metric]
@@ -70,18 +74,45 @@ class MetricRegistry:
     def __init__(self) -> None:
         self._factories: dict[str, MetricFactory] = {}
         self._judged: dict[str, JudgedMetricFactory] = {}
+        self._applies: dict[str, CaseKind] = {}
 
-    def register(self, name: str, factory: MetricFactory, *, override: bool = False) -> None:
-        """Add a metric; registering a name twice is an error unless ``override``."""
+    def register(
+        self,
+        name: str,
+        factory: MetricFactory,
+        *,
+        override: bool = False,
+        applies_to: CaseKind | None = None,
+    ) -> None:
+        """Add a metric; registering a name twice is an error unless ``override``.
+        ``applies_to`` limits it to one kind of case (see :data:`CaseKind`); on the other kind
+        it is not applicable."""
         self._check_new(name, override)
         self._factories[name] = factory
+        self._set_applies(name, applies_to)
 
     def register_judged(
-        self, name: str, factory: JudgedMetricFactory, *, override: bool = False
+        self,
+        name: str,
+        factory: JudgedMetricFactory,
+        *,
+        override: bool = False,
+        applies_to: CaseKind | None = None,
     ) -> None:
         """Add an LLM-judged metric, built with the judge a :class:`JudgeProvider` chooses."""
         self._check_new(name, override)
         self._judged[name] = factory
+        self._set_applies(name, applies_to)
+
+    def _set_applies(self, name: str, applies_to: CaseKind | None) -> None:
+        if applies_to is None:
+            self._applies.pop(name, None)
+        else:
+            self._applies[name] = applies_to
+
+    def applies_to(self, name: str) -> CaseKind | None:
+        """The one kind of case the metric applies to, or None for every case."""
+        return self._applies.get(name)
 
     def _check_new(self, name: str, override: bool) -> None:
         if (name in self._factories or name in self._judged) and not override:
@@ -181,14 +212,23 @@ JUDGED_METRICS: Mapping[str, JudgedMetricFactory] = {
 }
 """The LLM-judged criteria; each factory gets its criterion and the judge chosen for it."""
 
+APPLIES_TO: Mapping[str, CaseKind] = {
+    "tool_trajectory_avg_score": "conversation",
+    "response_match_score": "conversation",
+    "final_response_match_v2": "conversation",
+    "per_turn_user_simulator_quality_v1": "scenario",
+}
+"""The built-in metrics that apply to one kind of case only: those comparing against expected
+invocations need a static conversation; the simulated user's judge needs a scenario."""
+
 
 def default_registry() -> MetricRegistry:
     """A registry holding every built-in metric."""
     registry = MetricRegistry()
     for name, factory in BUILTIN_METRICS.items():
-        registry.register(name, factory)
+        registry.register(name, factory, applies_to=APPLIES_TO.get(name))
     for name, efficiency_factory in EFFICIENCY_METRICS.items():
         registry.register(name, efficiency_factory)
     for name, judged in JUDGED_METRICS.items():
-        registry.register_judged(name, judged)
+        registry.register_judged(name, judged, applies_to=APPLIES_TO.get(name))
     return registry

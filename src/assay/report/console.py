@@ -35,6 +35,14 @@ def format_score(score: float | None) -> str:
 
 def _metric_cells(case: EvalCaseResult, row: EvalMetricResult) -> list[str]:
     note = case.assay.metric_reasons.get(row.metric_name, "")
+    if row.metric_name in case.assay.not_applicable:
+        return [
+            f"[dim]{escape(row.metric_name)}[/]",
+            "-",
+            "-",
+            "[dim]n/a[/]",
+            f"[dim]{escape(note)}[/]",
+        ]
     informational = row.eval_status is EvalStatus.INFORMATIONAL and row.score is not None
     return [
         escape(row.metric_name),
@@ -59,8 +67,10 @@ def results_table(result: EvalSetResult) -> Table:
         table.add_column(
             column, overflow="fold", justify="right" if column in {"Score", "Threshold"} else "left"
         )
+    runs = any(case.assay.run > 1 for case in result.eval_case_results)
     for case in result.eval_case_results:
-        label = f"{escape(case.eval_id)}\n{status_text(case.final_eval_status)}"
+        run = f" (run {case.assay.run})" if runs else ""
+        label = f"{escape(case.eval_id)}{run}\n{status_text(case.final_eval_status)}"
         rows = [row for row in case.overall_eval_metric_results if _shown(row)]
         reason = case.assay.reason
         if rows and reason and reason not in case.assay.metric_reasons.values():

@@ -53,6 +53,11 @@ class CaseNotes(AssayModel):
 
     reason: str | None = None
     metric_reasons: dict[str, str] = Field(default_factory=dict)
+    not_applicable: list[str] = Field(default_factory=list)
+    """Metrics that do not apply to this kind of case (NOT_EVALUATED in ADK's fields, and
+    not counted against the run)."""
+    run: int = 1
+    """Which run of the case this is (``--num-runs``)."""
     duration_s: float = 0.0
     metrics: dict[str, MetricNotes] = Field(default_factory=dict)
 

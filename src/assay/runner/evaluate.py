@@ -81,7 +81,9 @@ def configured_metrics(
     """The metrics a config asks for, in config order, then ADK's informational efficiency
     metrics (tool calls, model calls, tokens, duration), which are reported on every run."""
     metrics = [
-        ConfiguredMetric(name, criterion, registry.create(name, criterion, judges))
+        ConfiguredMetric(
+            name, criterion, registry.create(name, criterion, judges), registry.applies_to(name)
+        )
         for name, criterion in config.criteria.items()
     ]
     metrics += [
@@ -150,13 +152,20 @@ async def _evaluate_set(
 ) -> EvalSetResult:
     started = time.perf_counter() if started is None else started
     eval_set = job.loaded.eval_set
-    recording = _RecordingProvider(judges) if judges is not None else None
+    recording = judges if isinstance(judges, _RecordingProvider) or judges is None else None
+    if judges is not None and recording is None:
+        recording = _RecordingProvider(judges)
     metrics = configured_metrics(job.config, registry, recording)
 
     async def one(case: EvalCase, attempt: Attempt) -> EvalCaseResult:
         async with semaphore:
             result = await score_case(
-                eval_set.eval_set_id, case, attempt.invocations, metrics, attempt.reason
+                eval_set.eval_set_id,
+                case,
+                attempt.invocations,
+                metrics,
+                attempt.reason,
+                attempt.run,
             )
         if on_case is not None:
             on_case(job, result)
@@ -243,8 +252,9 @@ async def evaluate(
     registry = registry or default_registry()
     semaphore = asyncio.Semaphore(concurrency)
 
-    async def one_set(job: EvalSetJob, provider: JudgeProvider | None) -> EvalSetResult:
+    async def one_set(job: EvalSetJob, pool: JudgeProvider | None) -> EvalSetResult:
         started = time.perf_counter()
+        provider = _RecordingProvider(pool) if pool is not None else None  # judges and user
         if agent is None:
             assert traces is not None
             attempts = _from_traces(traces, job.loaded.eval_set.eval_set_id)

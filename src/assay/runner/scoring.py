@@ -15,6 +15,7 @@ from assay.config import BaseCriterion
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
 from assay.metrics.base import EvalStatus, Metric, MetricResult, PerInvocationResult, not_evaluated
+from assay.metrics.registry import CaseKind
 from assay.results.model import (
     CaseNotes,
     EvalCaseResult,
@@ -31,6 +32,21 @@ class ConfiguredMetric:
     name: str
     criterion: BaseCriterion | None
     metric: Metric
+    applies_to: CaseKind | None = None
+
+    def not_applicable(self, case: EvalCase) -> str | None:
+        """Why the metric does not apply to ``case``, or None when it does."""
+        if self.applies_to == "conversation" and case.conversation is None:
+            return (
+                "not applicable: it compares against expected invocations, and this case has a "
+                "conversation_scenario (a simulated user), not a conversation"
+            )
+        if self.applies_to == "scenario" and case.conversation_scenario is None:
+            return (
+                "not applicable: it judges a simulated user against a conversation_scenario, "
+                "and this case has a static conversation"
+            )
+        return None
 
 
 def case_status(statuses: Sequence[EvalStatus]) -> EvalStatus:
@@ -95,16 +111,19 @@ async def score_case(
     actual: Sequence[Invocation] | None,
     metrics: Sequence[ConfiguredMetric],
     missing_reason: str | None = None,
+    run: int = 1,
 ) -> EvalCaseResult:
     """Score one case. ``actual`` None means there is nothing to score, for ``missing_reason``.
 
     A static conversation whose invocation count differs from ``actual``'s cannot pass or fail
     (ADK aborts the whole run): the metrics still run (those needing expected invocations say
     why they cannot score), and the case is NOT_EVALUATED with the counts as its reason.
+    A metric that does not apply to this kind of case is not run: NOT_EVALUATED, listed in
+    ``assay.not_applicable``.
     """
     started = time.perf_counter()
     user_id = case.session_input.user_id if case.session_input else "test_user_id"
-    notes = CaseNotes()
+    notes = CaseNotes(run=run)
     if actual is None:
         reason = missing_reason or "no actual invocations"
         notes.reason = reason
@@ -133,7 +152,12 @@ async def score_case(
     ]
     overall = []
     for configured in metrics:
-        result = await _run_metric(configured, actual, expected, case)
+        skip = configured.not_applicable(case)
+        if skip is not None:
+            notes.not_applicable.append(configured.name)
+            result = not_evaluated(configured.name, configured.criterion, actual, skip, expected)
+        else:
+            result = await _run_metric(configured, actual, expected, case)
         overall.append(
             _metric_row(
                 configured, result.score, result.status, result.rubric_scores, result.details
