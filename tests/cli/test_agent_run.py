@@ -106,3 +106,53 @@ def test_a_bad_agent_spec_is_reported_before_anything_runs(
     assert run.code == 2
     assert "--agent: no such file" in run.err
     assert "Traceback" not in run.output
+
+
+def test_saved_traces_of_several_runs_score_again_as_the_same_runs(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    evalset = tmp_path / "small.evalset.json"
+    evalset.write_text(
+        json.dumps(
+            {
+                "eval_set_id": "small",
+                "eval_cases": [
+                    {
+                        "eval_id": "count",
+                        "conversation": [
+                            {
+                                "user_content": {"parts": [{"text": "count"}]},
+                                "final_response": {"parts": [{"text": "run 1"}]},
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+    )
+    agent = tmp_path / "counting.py"
+    agent.write_text(
+        "RUNS = []\n"
+        "def agent(message, session):\n"
+        "    RUNS.append(1)\n"
+        "    return f'run {len(RUNS)}'\n"
+    )
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"criteria": {"response_match_score": 0.9}}))
+    saved, first, again = tmp_path / "t.json", tmp_path / "a.json", tmp_path / "b.json"
+    run = run_cli(
+        "eval", evalset, "--config", config, "--agent", f"{agent}:agent", "--num-runs", "2",
+        "--inference-concurrency", "1", "--save-traces", saved, "--output", first,
+    )  # fmt: skip
+    assert run.code == 1, run.output  # the second run answers "run 2": it fails
+    assert sorted(json.loads(saved.read_text())) == ["count", "count#run2"]
+    rescored = run_cli("eval", evalset, "--config", config, "--traces", saved, "--output", again)
+
+    def outcome(path: Path) -> list[tuple[int, int]]:
+        return [
+            (case["assay"]["run"], case["final_eval_status"])
+            for case in json.loads(path.read_text())["eval_case_results"]
+        ]
+
+    assert outcome(first) == outcome(again) == [(1, 1), (2, 2)]
+    assert rescored.code == 1 and "count (run 2)" in rescored.out

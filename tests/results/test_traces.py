@@ -410,3 +410,42 @@ def test_a_missing_traces_file_is_reported_with_its_name(tmp_path: Path) -> None
     path = tmp_path / "nope.json"
 
     assert problems_of(path) == [f"{path}: file not found"]
+
+
+# --- several runs of a case ---------------------------------------------------------------------
+
+
+def _turn(text: str) -> dict[str, Any]:
+    return {
+        "user_content": {"parts": [{"text": "q"}]},
+        "final_response": {"parts": [{"text": text}]},
+    }
+
+
+def _answers(runs: list[tuple[int, Any]]) -> list[tuple[int, str]]:
+    return [(run, invocations[0].final_response.parts[0].text) for run, invocations in runs]
+
+
+def test_run_keys_written_by_save_traces_load_as_later_runs_of_their_case(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "traces.json",
+        {"c#run3": [_turn("third")], "c": [_turn("first")], "c#run2": [_turn("second")]},
+    )
+    traces = load_traces([path])
+    assert _answers(traces.runs("any_set", "c")) == [(1, "first"), (2, "second"), (3, "third")]
+    assert traces.runs("any_set", "other") == []
+
+
+def test_a_case_listed_twice_in_a_result_file_is_two_runs(tmp_path: Path) -> None:
+    def case(text: str) -> dict[str, Any]:
+        return {
+            "eval_id": "c",
+            "final_eval_status": 1,
+            "eval_metric_result_per_invocation": [{"actual_invocation": _turn(text)}],
+        }
+
+    path = write(
+        tmp_path / "r.evalset_result.json",
+        {"eval_set_id": "s", "eval_case_results": [case("one"), case("two")]},
+    )
+    assert _answers(load_traces([path]).runs("s", "c")) == [(1, "one"), (2, "two")]

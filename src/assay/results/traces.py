@@ -13,6 +13,7 @@ Two shapes are read:
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,21 +28,49 @@ from assay.evalset.invocation import Invocation
 _INVOCATIONS = TypeAdapter(list[Invocation])
 
 
+RUN_KEY = re.compile(r"^(?P<eval_id>.+)#run(?P<run>[0-9]+)$")
+"""``<eval_id>#run<N>``: the key ``--save-traces`` writes run N (N ≥ 2) of a case under."""
+
+CaseKey = tuple[str | None, str]
+
+
 @dataclass
 class Traces:
-    """Actual invocations per case, keyed by eval set id (None when the file does not say)."""
+    """Actual invocations per case, keyed by eval set id (None when the file does not say).
 
-    by_case: dict[tuple[str | None, str], list[Invocation]] = field(default_factory=dict)
+    ``by_case`` holds each case's first run; ``later_runs`` the runs after it, by run number
+    (a traces file written with ``--num-runs``, or an ADK result listing a case more than once).
+    """
+
+    by_case: dict[CaseKey, list[Invocation]] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
+    later_runs: dict[CaseKey, dict[int, list[Invocation]]] = field(default_factory=dict)
 
     def get(self, eval_set_id: str, eval_id: str) -> list[Invocation] | None:
         """The invocations recorded for a case, preferring an entry for the same eval set."""
         found = self.by_case.get((eval_set_id, eval_id))
         return found if found is not None else self.by_case.get((None, eval_id))
 
+    def runs(self, eval_set_id: str, eval_id: str) -> list[tuple[int, list[Invocation]]]:
+        """Every recorded run of a case as ``(run, invocations)``, first run first."""
+        key: CaseKey = (eval_set_id, eval_id)
+        if key not in self.by_case and key not in self.later_runs:
+            key = (None, eval_id)
+        found = [(1, self.by_case[key])] if key in self.by_case else []
+        return found + sorted(self.later_runs.get(key, {}).items())
+
+    def add(self, key: CaseKey, invocations: list[Invocation], run: int = 1) -> None:
+        """Record one run of a case."""
+        if run == 1:
+            self.by_case[key] = invocations
+        else:
+            self.later_runs.setdefault(key, {})[run] = invocations
+
     def merge(self, other: Traces) -> None:
         """Add another file's traces; later files win on the same case."""
         self.by_case.update(other.by_case)
+        for key, runs in other.later_runs.items():
+            self.later_runs[key] = {**self.later_runs.get(key, {}), **runs}
         self.sources.extend(other.sources)
 
 
@@ -113,8 +142,11 @@ def _from_mapping(data: dict[str, Any], file: str) -> Traces:
                 )
             )
             continue
+        numbered = RUN_KEY.match(eval_id)
+        run = int(numbered["run"]) if numbered else 1
+        case_id = numbered["eval_id"] if numbered and run >= 1 else eval_id
         try:
-            traces.by_case[(None, eval_id)] = _invocations(invocations, file, [eval_id])
+            traces.add((None, case_id), _invocations(invocations, file, [eval_id]), max(run, 1))
         except TracesError as exc:
             problems.extend(exc.problems)
     if problems:
@@ -132,6 +164,7 @@ def _key(data: dict[str, Any], snake: str) -> str:
 def _from_set_results(results: list[dict[str, Any]], file: str, prefix: tuple[()] | None) -> Traces:
     traces = Traces(sources=[file])
     problems: list[Problem] = []
+    seen: dict[CaseKey, int] = {}  # a case listed again is its next run (ADK's num_runs)
     for s, result in enumerate(results):
         base: list[str | int] = [] if prefix is not None else [s]
         set_id = result.get(_key(result, "eval_set_id"))
@@ -177,7 +210,9 @@ def _from_set_results(results: list[dict[str, Any]], file: str, prefix: tuple[()
                     invocations += _invocations([actual], file, row_path[:-1])
                 except TracesError as exc:
                     problems.extend(_unwrap(p, row_path) for p in exc.problems)
-            traces.by_case[(set_id if isinstance(set_id, str) else None, eval_id)] = invocations
+            key: CaseKey = (set_id if isinstance(set_id, str) else None, eval_id)
+            seen[key] = seen.get(key, 0) + 1
+            traces.add(key, invocations, seen[key])
     if problems:
         raise TracesError(problems)
     return traces

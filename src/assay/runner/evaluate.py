@@ -134,9 +134,10 @@ def _from_traces(traces: Traces, eval_set_id: str) -> Callable[[EvalCase], list[
     sources = ", ".join(traces.sources) or "the traces"
 
     def attempts(case: EvalCase) -> list[Attempt]:
-        actual = traces.get(eval_set_id, case.eval_id)
-        reason = None if actual is not None else f"no trace for this case in {sources}"
-        return [Attempt(1, actual, reason)]
+        runs = traces.runs(eval_set_id, case.eval_id)
+        if not runs:
+            return [Attempt(1, None, f"no trace for this case in {sources}")]
+        return [Attempt(run, invocations) for run, invocations in runs]
 
     return attempts
 
