@@ -140,6 +140,8 @@ def test_a_scenario_starts_with_the_starting_prompt_and_stops_on_the_stop_signal
     assert len(simulator_calls) == 2
     assert "answer #2" in _text(simulator_calls[-1])
     assert result.assay is not None and result.assay.judges["user_simulator"].model == "scripted:sim"
+    assert case.assay.simulator_usage is not None and case.assay.simulator_usage.calls == 2
+    assert result.assay.usage["user_simulator"].calls == 2  # in the run's token count
 
 
 def test_a_scenario_stops_at_the_turn_limit_when_the_user_never_says_the_stop_signal() -> None:

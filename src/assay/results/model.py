@@ -58,6 +58,8 @@ class CaseNotes(AssayModel):
     not counted against the run)."""
     run: int = 1
     """Which run of the case this is (``--num-runs``)."""
+    simulator_usage: TokenUsage | None = None
+    """The simulated user's LLM calls and tokens, for a ``conversation_scenario`` case."""
     duration_s: float = 0.0
     metrics: dict[str, MetricNotes] = Field(default_factory=dict)
 

@@ -16,12 +16,16 @@ from pathlib import Path
 from assay.agents.base import Agent, AgentFactory, CaseContext
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
+from assay.llm.base import TokenUsage
 from assay.runner.inference import (
     CaseInference,
     InferenceSettings,
     Simulator,
     run_inference,
 )
+
+SIMULATOR = "user_simulator"
+"""The name the simulated user's LLM calls are counted under, beside the judged metrics'."""
 
 SimulatorFactory = Callable[[CaseContext, Agent], Simulator]
 
@@ -42,12 +46,13 @@ class Attempt:
     run: int
     invocations: list[Invocation] | None
     reason: str | None = None
+    simulator_usage: TokenUsage | None = None
 
 
 def _attempt(done: CaseInference) -> Attempt:
     if done.error is not None:
-        return Attempt(done.run, None, done.error)
-    return Attempt(done.run, done.invocations)
+        return Attempt(done.run, None, done.error, done.simulator_usage)
+    return Attempt(done.run, done.invocations, simulator_usage=done.simulator_usage)
 
 
 async def infer_set(

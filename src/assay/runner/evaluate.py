@@ -26,7 +26,7 @@ from assay.metrics.base import EvalStatus
 from assay.metrics.registry import JudgeProvider, MetricRegistry, default_registry
 from assay.results.model import EvalCaseResult, EvalSetResult, JudgeInfo, RunSummary, SetNotes
 from assay.results.traces import Traces
-from assay.runner.agent_run import AgentSettings, Attempt, SimulatorFactory, infer_set
+from assay.runner.agent_run import SIMULATOR, AgentSettings, Attempt, SimulatorFactory, infer_set
 from assay.runner.inference import CaseInference
 from assay.runner.scoring import ConfiguredMetric, score_case
 
@@ -127,6 +127,8 @@ def _usage_by_metric(results: Sequence[EvalCaseResult]) -> dict[str, TokenUsage]
     for case in results:
         for metric, notes in case.assay.metrics.items():
             usage[metric] = usage.get(metric, TokenUsage()) + notes.usage
+        if case.assay.simulator_usage is not None:
+            usage[SIMULATOR] = usage.get(SIMULATOR, TokenUsage()) + case.assay.simulator_usage
     return usage
 
 
@@ -167,6 +169,7 @@ async def _evaluate_set(
                 metrics,
                 attempt.reason,
                 attempt.run,
+                attempt.simulator_usage,
             )
         if on_case is not None:
             on_case(job, result)

@@ -32,6 +32,7 @@ from assay.agents.base import (
 from assay.evalset.case import EvalCase
 from assay.evalset.content import Content
 from assay.evalset.invocation import Invocation, InvocationEvents
+from assay.llm.base import TokenUsage
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,8 @@ class CaseInference:
     stop: str = ""
     attempts: int = 1
     retryable: bool = False
+    simulator_usage: TokenUsage | None = None
+    """What the simulated user's LLM calls cost (None for a replayed conversation)."""
 
 
 def _tool_key(name: str, args: Any) -> str:
@@ -171,6 +174,16 @@ async def infer_case(
 ) -> CaseInference:
     """Drive one conversation: the simulator's messages, the agent's turns, until the simulator
     stops or the agent fails."""
+    result = await _converse(case, run, agent, simulator, settings)
+    usage = getattr(simulator, "usage", None)
+    if isinstance(usage, TokenUsage):
+        result.simulator_usage = usage
+    return result
+
+
+async def _converse(
+    case: EvalCase, run: int, agent: Agent, simulator: Simulator, settings: InferenceSettings
+) -> CaseInference:
     tools = mock_tool_runner(case) if settings.mock_tools else None
     session = _new_session(case, run, tools)
     result = CaseInference(case.eval_id, run)

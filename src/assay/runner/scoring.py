@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from assay.config import BaseCriterion
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
+from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus, Metric, MetricResult, PerInvocationResult, not_evaluated
 from assay.metrics.registry import CaseKind
 from assay.results.model import (
@@ -112,6 +113,7 @@ async def score_case(
     metrics: Sequence[ConfiguredMetric],
     missing_reason: str | None = None,
     run: int = 1,
+    simulator_usage: TokenUsage | None = None,
 ) -> EvalCaseResult:
     """Score one case. ``actual`` None means there is nothing to score, for ``missing_reason``.
 
@@ -123,7 +125,7 @@ async def score_case(
     """
     started = time.perf_counter()
     user_id = case.session_input.user_id if case.session_input else "test_user_id"
-    notes = CaseNotes(run=run)
+    notes = CaseNotes(run=run, simulator_usage=simulator_usage)
     if actual is None:
         reason = missing_reason or "no actual invocations"
         notes.reason = reason

@@ -27,7 +27,7 @@ from assay.evalset.invocation import Invocation
 from assay.llm.base import LlmRequest, LlmResponse
 from assay.llm.judge import Judge
 from assay.metrics.registry import NO_JUDGE_PROVIDER, JudgeProvider
-from assay.runner.agent_run import SimulatorFactory
+from assay.runner.agent_run import SIMULATOR, SimulatorFactory
 from assay.runner.inference import Simulator
 from assay.simulation.base import (
     DEFAULT_STOP_SIGNAL,
@@ -36,9 +36,6 @@ from assay.simulation.base import (
     UserSimulatorError,
 )
 from assay.simulation.factory import simulator_for
-
-SIMULATOR = "user_simulator"
-"""The name the simulated user's LLM calls are counted under, beside the judged metrics'."""
 
 SIMULATOR_CRITERION = "per_turn_user_simulator_quality_v1"
 
