@@ -135,3 +135,38 @@ def test_only_adk_agent_classes_count_as_adk_agents() -> None:
     from google.adk.agents import LlmAgent
 
     assert is_adk_agent(LlmAgent(name="a", model="gemini-2.5-flash"))
+
+
+AGENT_OBJECTS = """
+from assay.agents import AgentTurn
+
+CLOSED = []
+
+class Bot:
+    name = "bot"
+    async def turn(self, user, session):
+        return AgentTurn()
+    def app_details(self):
+        return None
+    async def aclose(self):
+        CLOSED.append(self)
+
+shared = Bot()
+"""
+
+
+def test_an_agent_object_serving_every_case_is_not_closed_after_each_and_a_probe_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    (tmp_path / "assay_test_objects.py").write_text(AGENT_OBJECTS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("assay_test_objects")
+    shared = resolve_agent("assay_test_objects:shared", env={})(CaseContext(case=CASE))
+    asyncio.run(shared.aclose())  # what the runner does after each conversation
+    assert module.CLOSED == []  # the user's object lives on for the next case
+    fresh = resolve_agent("assay_test_objects:Bot", env={})
+    assert len(module.CLOSED) == 1  # the agent made to check the factory was closed
+    made = fresh(CaseContext(case=CASE))
+    assert isinstance(made, Agent) and made is not module.CLOSED[0]

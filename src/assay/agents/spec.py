@@ -14,6 +14,7 @@ A spec is checked when it is resolved, so a typo is reported once, before any ca
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import os
@@ -22,8 +23,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from assay.agents.base import Agent, AgentFactory, CaseContext
+from assay.agents.base import Agent, AgentFactory, AgentTurn, CaseContext, Session
 from assay.agents.python import AgentLoadError, FunctionAgent, load_python_target
+from assay.evalset.content import Content
+from assay.evalset.invocation import AppDetails
 
 MODEL_PREFIXES = ("openai:", "ollama:")
 
@@ -79,6 +82,27 @@ def find_root_agent(target: str) -> Any:
     )
 
 
+class _Shared:
+    """An agent object given as it is serves every case: the run must not close it after each
+    conversation, so its ``aclose`` is left to its owner."""
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    @property
+    def name(self) -> str:
+        return self._agent.name
+
+    async def turn(self, user: Content, session: Session) -> AgentTurn:
+        return await self._agent.turn(user, session)
+
+    def app_details(self) -> AppDetails | None:
+        return self._agent.app_details()
+
+    async def aclose(self) -> None:
+        """Nothing: the agent outlives the conversation."""
+
+
 def _python_factory(target: Any, spec: str) -> AgentFactory:
     fresh = bool(getattr(target, "assay_factory", False)) or inspect.isclass(target)
 
@@ -90,8 +114,9 @@ def _python_factory(target: Any, spec: str) -> AgentFactory:
         return FunctionAgent(value)
 
     if not fresh:
-        agent = make_from(target)  # checked now; the same object serves every case
-        return lambda context: agent
+        made = make_from(target)  # checked now; the same object serves every case
+        shared: Agent = made if isinstance(made, FunctionAgent) else _Shared(made)
+        return lambda context: shared
 
     def make(context: CaseContext) -> Agent:
         try:
@@ -100,8 +125,26 @@ def _python_factory(target: Any, spec: str) -> AgentFactory:
             raise AgentLoadError(f"--agent {spec!r}: making the agent failed: {exc!r}") from None
         return make_from(value)
 
-    make(CaseContext(case=_probe_case()))  # a factory that cannot make an agent fails now
+    _probe(make)
     return make
+
+
+def _probe(make: AgentFactory) -> None:
+    """Make (and close) one agent now, so a factory that cannot make one fails before any case
+    runs; skipped inside a running event loop, where the first case reports it instead."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        return
+
+    async def once() -> None:
+        made = make(CaseContext(case=_probe_case()))
+        agent = await made if inspect.isawaitable(made) else made
+        await agent.aclose()
+
+    asyncio.run(once())
 
 
 def _probe_case() -> Any:
