@@ -7,7 +7,9 @@
 * ``module:attr`` or ``path/to/file.py:attr``: a Python function or agent object
   (:mod:`assay.agents.python`), or an ADK agent object (:mod:`assay.agents.adk`);
 * ``module`` or ``path/to/folder`` (no ``:attr``): ADK's layout, a module or package exposing
-  ``root_agent`` (directly or in its ``agent`` submodule), as ``adk eval`` loads it.
+  ``root_agent`` (directly or in its ``agent`` submodule), as ``adk eval`` loads it; an ADK
+  ``App`` named ``app`` beside it takes part (its plugins), and a ``reset_data()`` beside it
+  runs before each conversation, as ADK's ``AgentEvaluator`` runs it.
 
 A spec is checked when it is resolved, so a typo is reported once, before any case runs.
 """
@@ -63,11 +65,11 @@ def _import_package(target: str) -> Any:
         raise AgentLoadError(f"--agent: importing {target!r} failed: {exc!r}") from None
 
 
-def find_root_agent(target: str) -> Any:
-    """``root_agent`` of a module or package folder, or of its ``agent`` submodule."""
+def _root_agent_module(target: str) -> Any:
+    """The module holding ``root_agent``: the module or package itself, or its ``agent``."""
     module = _import_package(target)
     if hasattr(module, "root_agent"):
-        return module.root_agent
+        return module
     try:
         submodule = importlib.import_module(f"{module.__name__}.agent")
     except ImportError:
@@ -75,11 +77,23 @@ def find_root_agent(target: str) -> Any:
     except Exception as exc:
         raise AgentLoadError(f"--agent: importing {target!r}.agent failed: {exc!r}") from None
     if submodule is not None and hasattr(submodule, "root_agent"):
-        return submodule.root_agent
+        return submodule
     raise AgentLoadError(
         f"--agent {target!r}: found no root_agent in it or in its agent module; "
         "use module:attr to name the agent"
     )
+
+
+def find_root_agent(target: str) -> Any:
+    """``root_agent`` of a module or package folder, or of its ``agent`` submodule."""
+    return _root_agent_module(target).root_agent
+
+
+def _adk_app(module: Any) -> Any:
+    """The ADK ``App`` beside ``root_agent``, which ``adk eval`` prefers (its plugins and
+    settings), or None."""
+    app = getattr(module, "app", None)
+    return app if type(app).__module__.startswith("google.adk.apps") else None
 
 
 class _Shared:
@@ -183,4 +197,13 @@ def resolve_agent(spec: str, *, env: Mapping[str, str] | None = None) -> AgentFa
     head, sep, attr = spec.rpartition(":")
     if sep and head and attr and "/" not in attr and not attr.endswith(".py"):
         return factory_for(load_python_target(spec), spec)
-    return factory_for(find_root_agent(spec), spec)
+    module = _root_agent_module(spec)
+    reset = getattr(module, "reset_data", None)
+    app = _adk_app(module)
+    if is_adk_agent(module.root_agent) and (app is not None or callable(reset)):
+        from assay.agents.adk import adk_agent_factory
+
+        return adk_agent_factory(
+            module.root_agent, source=spec, app=app, reset=reset if callable(reset) else None
+        )
+    return factory_for(module.root_agent, spec)
