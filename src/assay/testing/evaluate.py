@@ -1,0 +1,344 @@
+"""Evaluate an agent from a test: run it over eval sets, score it, raise when it does not pass.
+
+::
+
+    from assay.testing import evaluate_agent
+
+    def test_travel_agent() -> None:
+        evaluate_agent("my_app.agent:travel_agent", "tests/evals/travel.evalset.json")
+
+``agent`` is an ``--agent`` spec (``module:attr``, ``path/to/file.py:attr``, an ADK agent folder
+or module, ``http(s)://...``, ``openai:MODEL``), an agent object, a Python function
+``(message, session)``, an ADK agent, or an agent factory (a callable taking one
+:class:`~assay.agents.base.CaseContext`). ``eval_set`` is an eval-set file (any format assay
+reads), a folder (every ``*.evalset.json`` and ``*.test.json`` below it) or a loaded
+:class:`~assay.evalset.case.EvalSet`. The criteria come from ``config``, else from the
+``test_config.json`` beside each file, else ADK's defaults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from assay.agents.base import Agent, AgentFactory, CaseContext
+from assay.agents.spec import factory_for, is_adk_agent, resolve_agent
+from assay.config import EvalConfig, default_config, load_config, parse_config
+from assay.errors import EvalSetError, InputError, Problem
+from assay.evalset.case import EvalCase, EvalSet
+from assay.evalset.io import LoadedEvalSet, load_eval_set
+from assay.results.model import EvalSetResult
+from assay.runner.agent_run import AgentSettings
+from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate
+from assay.runner.inference import InferenceSettings
+from assay.testing.failures import assert_passed
+
+EVAL_SET_SUFFIXES = (".evalset.json", ".test.json")
+"""The files a folder is searched for."""
+
+AgentLike = Any
+"""A spec string, an :class:`~assay.agents.base.Agent`, a Python function agent, an ADK agent,
+or an :data:`~assay.agents.base.AgentFactory` (see the module docstring)."""
+EvalSetLike = str | os.PathLike[str] | EvalSet | LoadedEvalSet | EvalSetJob
+"""An eval-set file or folder, or an eval set already loaded."""
+ConfigLike = EvalConfig | Mapping[str, Any] | str | os.PathLike[str] | None
+"""An :class:`~assay.config.EvalConfig`, its data, or the path of its file."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How the agent is run and judged: :func:`evaluate_agent`'s keyword arguments."""
+
+    num_runs: int = 2
+    judge_model: str | None = None
+    mock_tools: bool = False
+    turn_timeout_s: float = 300.0
+    inference_concurrency: int = 4
+    agent_attempts: int = 2
+    concurrency: int = 8
+    cache: bool = True
+    env: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        self.inference()  # a bad value is a ValueError now, before any file is read
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+
+    def inference(self) -> InferenceSettings:
+        """The runner's inference settings."""
+        return InferenceSettings(
+            num_runs=self.num_runs,
+            concurrency=self.inference_concurrency,
+            turn_timeout_s=self.turn_timeout_s,
+            mock_tools=self.mock_tools,
+            attempts=self.agent_attempts,
+        )
+
+    def agent(self, factory: AgentFactory) -> AgentSettings:
+        """The runner's agent settings for ``factory``."""
+        return AgentSettings(make_agent=factory, inference=self.inference())
+
+    def judges(self) -> JudgeSettings:
+        """The runner's judge settings."""
+        return JudgeSettings(model=self.judge_model or None, cache=self.cache, env=self.env)
+
+
+def _binds(signature: inspect.Signature, count: int) -> bool:
+    try:
+        signature.bind(*([None] * count))
+    except TypeError:
+        return False
+    return True
+
+
+def is_case_factory(target: Any) -> bool:
+    """Whether ``target`` is an agent factory: a callable taking exactly one positional argument
+    (the :class:`~assay.agents.base.CaseContext`). Python function agents take two (the message
+    and the session); classes and ``assay_factory`` callables take none."""
+    if inspect.isclass(target) or is_adk_agent(target) or getattr(target, "assay_factory", False):
+        return False
+    if isinstance(target, Agent) or not callable(target):
+        return False
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):
+        return False
+    return _binds(signature, 1) and not _binds(signature, 2)
+
+
+def _describe(target: Any) -> str:
+    name = getattr(target, "__qualname__", None) or getattr(target, "name", None)
+    return str(name or type(target).__name__)
+
+
+def agent_factory(agent: AgentLike, *, env: Mapping[str, str] | None = None) -> AgentFactory:
+    """The factory that makes a fresh agent per case and run from whatever ``agent`` is (see the
+    module docstring); raises :class:`~assay.agents.python.AgentLoadError` when it cannot."""
+    if isinstance(agent, str):
+        return resolve_agent(agent, env=env)
+    if is_case_factory(agent):
+        factory: AgentFactory = agent
+        return factory
+    return factory_for(agent, _describe(agent))
+
+
+def _explicit_config(config: ConfigLike) -> tuple[EvalConfig, str] | None:
+    if config is None:
+        return None
+    if isinstance(config, EvalConfig):
+        return config, "given"
+    if isinstance(config, Mapping):
+        return parse_config(dict(config), "<config>"), "given"
+    return load_config(Path(config)), str(config)
+
+
+def _files_in(folder: Path) -> list[Path]:
+    found = sorted(
+        path
+        for path in folder.rglob("*")
+        if path.name.endswith(EVAL_SET_SUFFIXES) and path.is_file()
+    )
+    if not found:
+        message = "no *.evalset.json or *.test.json file in this folder or below it"
+        raise EvalSetError([Problem(str(folder), "", message)])
+    return found
+
+
+def _loaded(eval_set: str | os.PathLike[str] | EvalSet | LoadedEvalSet) -> list[LoadedEvalSet]:
+    if isinstance(eval_set, LoadedEvalSet):
+        return [eval_set]
+    if isinstance(eval_set, EvalSet):
+        return [LoadedEvalSet(eval_set, Path(f"<{eval_set.eval_set_id}>"), "evalset")]
+    path = Path(eval_set)
+    paths = _files_in(path) if path.is_dir() else [path]
+    loaded, problems = [], []
+    for each in paths:
+        try:
+            loaded.append(load_eval_set(each))
+        except InputError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise EvalSetError(problems)
+    return loaded
+
+
+def _config_beside(loaded: LoadedEvalSet) -> tuple[EvalConfig, str]:
+    if loaded.path.name.startswith("<") or loaded.config_beside is None:
+        return default_config(), "defaults"
+    return load_config(loaded.config_beside), str(loaded.config_beside)
+
+
+def load_jobs(eval_set: EvalSetLike, config: ConfigLike = None) -> list[EvalSetJob]:
+    """The eval sets ``eval_set`` names, each with its config: ``config`` when given, else the
+    ``test_config.json`` beside its file, else ADK's defaults. Every problem found in every file
+    is raised together as an :class:`~assay.errors.InputError`."""
+    if isinstance(eval_set, EvalSetJob):
+        if config is not None:
+            raise ValueError("give config=None with an EvalSetJob: the job has its config")
+        return [eval_set]
+    explicit = _explicit_config(config)
+    jobs, problems = [], []
+    for loaded in _loaded(eval_set):
+        try:
+            chosen, source = explicit or _config_beside(loaded)
+        except InputError as exc:
+            problems.extend(exc.problems)
+            continue
+        jobs.append(EvalSetJob(loaded, chosen, source))
+    if problems:
+        raise InputError(problems)
+    return jobs
+
+
+def only_cases(job: EvalSetJob, keep: Callable[[int, EvalCase], bool]) -> EvalSetJob:
+    """``job`` with only the cases ``keep(index, case)`` accepts."""
+    eval_set = job.loaded.eval_set
+    cases = [case for i, case in enumerate(eval_set.eval_cases) if keep(i, case)]
+    loaded = replace(job.loaded, eval_set=eval_set.model_copy(update={"eval_cases": cases}))
+    return replace(job, loaded=loaded)
+
+
+def _seeing_whole_sets(factory: AgentFactory, jobs: Sequence[EvalSetJob]) -> AgentFactory:
+    """A factory whose :class:`CaseContext` lists every case of the case's eval set, even when
+    only some of them run (an agent built from the eval set, such as a model given the recorded
+    tool declarations, reads them all)."""
+    whole = {
+        id(case): job.loaded.eval_set.eval_cases
+        for job in jobs
+        for case in job.loaded.eval_set.eval_cases
+    }
+
+    def make(context: CaseContext) -> Any:
+        return factory(replace(context, cases=whole.get(id(context.case), context.cases)))
+
+    return make
+
+
+def _select(jobs: list[EvalSetJob], eval_ids: Sequence[str]) -> list[EvalSetJob]:
+    wanted = set(eval_ids)
+    known = [c.eval_id for job in jobs for c in job.loaded.eval_set.eval_cases]
+    unknown = sorted(wanted - set(known))
+    if unknown:
+        listed = ", ".join(known[:20]) + (", …" if len(known) > 20 else "")
+        raise ValueError(
+            f"no eval case with id {', '.join(map(repr, unknown))}; the cases are: {listed}"
+        )
+    chosen = [only_cases(job, lambda _i, case: case.eval_id in wanted) for job in jobs]
+    return [job for job in chosen if job.loaded.eval_set.eval_cases]
+
+
+async def run_jobs(
+    jobs: Sequence[EvalSetJob],
+    factory: AgentFactory,
+    settings: RunSettings,
+    whole_sets: Sequence[EvalSetJob] = (),
+) -> list[EvalSetResult]:
+    """Run and score ``jobs``; ``whole_sets`` are the jobs they were cut from, if they were."""
+    if whole_sets:
+        factory = _seeing_whole_sets(factory, whole_sets)
+    return await evaluate(
+        jobs,
+        agent=settings.agent(factory),
+        concurrency=settings.concurrency,
+        judges=settings.judges(),
+    )
+
+
+async def aevaluate_agent(
+    agent: AgentLike,
+    eval_set: EvalSetLike,
+    *,
+    config: ConfigLike = None,
+    eval_ids: Sequence[str] | None = None,
+    num_runs: int = 2,
+    judge_model: str | None = None,
+    mock_tools: bool = False,
+    turn_timeout_s: float = 300.0,
+    inference_concurrency: int = 4,
+    agent_attempts: int = 2,
+    concurrency: int = 8,
+    cache: bool = True,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+) -> list[EvalSetResult]:
+    """Run ``agent`` over ``eval_set`` and score it; one result per eval set.
+
+    ``eval_ids`` runs only those cases; ``num_runs`` runs each case that many times (each run
+    scored on its own; 2 by default, as ADK's ``AgentEvaluator``); ``judge_model`` overrides
+    every criterion's judge; ``mock_tools`` answers tool calls from the recorded responses;
+    ``turn_timeout_s`` bounds one agent turn; ``agent_attempts`` is how often a conversation the
+    agent fails is tried from scratch. With ``check`` (the default) it raises
+    :class:`~assay.testing.failures.EvaluationFailed` unless every case run passed with every
+    applicable metric evaluated; bad files raise :class:`~assay.errors.InputError`, a bad agent
+    :class:`~assay.agents.python.AgentLoadError`.
+    """
+    settings = RunSettings(
+        num_runs=num_runs,
+        judge_model=judge_model,
+        mock_tools=mock_tools,
+        turn_timeout_s=turn_timeout_s,
+        inference_concurrency=inference_concurrency,
+        agent_attempts=agent_attempts,
+        concurrency=concurrency,
+        cache=cache,
+        env=env,
+    )
+    jobs = load_jobs(eval_set, config)
+    factory = agent_factory(agent, env=env)
+    chosen = _select(jobs, eval_ids) if eval_ids is not None else jobs
+    results = await run_jobs(chosen, factory, settings, jobs if eval_ids is not None else ())
+    if check:
+        assert_passed(results)
+    return results
+
+
+def evaluate_agent(
+    agent: AgentLike,
+    eval_set: EvalSetLike,
+    *,
+    config: ConfigLike = None,
+    eval_ids: Sequence[str] | None = None,
+    num_runs: int = 2,
+    judge_model: str | None = None,
+    mock_tools: bool = False,
+    turn_timeout_s: float = 300.0,
+    inference_concurrency: int = 4,
+    agent_attempts: int = 2,
+    concurrency: int = 8,
+    cache: bool = True,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+) -> list[EvalSetResult]:
+    """:func:`aevaluate_agent` for code that is not async (a plain pytest test)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise RuntimeError(
+            "evaluate_agent() cannot run inside a running event loop; "
+            "use `await aevaluate_agent(...)` there"
+        )
+    return asyncio.run(
+        aevaluate_agent(
+            agent,
+            eval_set,
+            config=config,
+            eval_ids=eval_ids,
+            num_runs=num_runs,
+            judge_model=judge_model,
+            mock_tools=mock_tools,
+            turn_timeout_s=turn_timeout_s,
+            inference_concurrency=inference_concurrency,
+            agent_attempts=agent_attempts,
+            concurrency=concurrency,
+            cache=cache,
+            env=env,
+            check=check,
+        )
+    )

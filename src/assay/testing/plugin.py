@@ -1,0 +1,257 @@
+"""The pytest plugin: eval sets as tests, one test per eval case.
+
+Enabled by naming the agent, on the command line or in the ini file::
+
+    pytest --assay-agent my_app.agent:travel_agent
+    # pytest.ini / pyproject [tool.pytest.ini_options]: assay_agent = "my_app.agent:travel_agent"
+
+it collects every ``*.evalset.json`` and ``*.test.json`` that has a ``test_config.json`` in its
+folder, one item per eval case (``tests/evals/travel.evalset.json::forecast_paris``), which runs
+the agent on that case only, with that folder's criteria, and fails with a readable account of
+what did not pass. A file that does not load is one failing item saying why. Options:
+``--assay-judge-model`` (ini ``assay_judge_model``), ``--assay-num-runs`` (``assay_num_runs``,
+default 2, as ADK's ``AgentEvaluator``) and ``--assay-mock-tools`` (``assay_mock_tools``).
+
+A ``conftest.py`` may choose the agent for the eval sets below it (say, one agent per folder)
+by implementing the ``pytest_assay_agent(path, config)`` hook, returning an agent spec, an agent
+object, or None to leave the choice to the ini file. ``--assay-agent`` on the command line
+overrides both.
+
+Without an agent from any of these the plugin collects nothing and changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.agents.base import AgentFactory
+from assay.errors import AssayError, InputError, Problem
+from assay.evalset.io import CONFIG_FILE
+from assay.runner.evaluate import EvalSetJob
+from assay.testing.evaluate import (
+    EVAL_SET_SUFFIXES,
+    RunSettings,
+    agent_factory,
+    load_jobs,
+    only_cases,
+    run_jobs,
+)
+from assay.testing.failures import EvaluationFailed, assert_passed
+
+
+class AssayHookSpecs:
+    """The hook a ``conftest.py`` may implement."""
+
+    @pytest.hookspec(firstresult=True)
+    def pytest_assay_agent(self, path: Path, config: pytest.Config) -> Any:
+        """The agent for the eval-set file at ``path``: an ``--agent`` spec string, an agent
+        object, a Python function agent or an agent factory; None to leave the choice to the
+        ``assay_agent`` ini value. ``--assay-agent`` on the command line takes precedence."""
+
+
+_SETTINGS = pytest.StashKey[RunSettings]()
+_AGENTS = pytest.StashKey[dict[object, tuple[object, AgentFactory | AssayError]]]()
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Declare ``pytest_assay_agent``."""
+    pluginmanager.add_hookspecs(AssayHookSpecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--assay-*`` options and their ini twins."""
+    group = parser.getgroup("assay", "assay: eval sets as tests")
+    group.addoption(
+        "--assay-agent",
+        dest="assay_agent",
+        metavar="SPEC",
+        help="Collect eval sets beside a test_config.json and run this agent on each case "
+        "(module:attr, path/to/file.py:attr, an ADK agent module or folder, http(s)://URL, "
+        "openai:MODEL, ollama:MODEL).",
+    )
+    group.addoption(
+        "--assay-judge-model",
+        dest="assay_judge_model",
+        metavar="MODEL",
+        help="LLM judge for every judged metric (as assay eval --judge-model).",
+    )
+    group.addoption(
+        "--assay-num-runs",
+        dest="assay_num_runs",
+        type=int,
+        metavar="N",
+        help="Runs per eval case, each of which must pass (default 2).",
+    )
+    group.addoption(
+        "--assay-mock-tools",
+        dest="assay_mock_tools",
+        action="store_true",
+        default=None,
+        help="Answer the agent's tool calls from the eval case's recorded tool responses.",
+    )
+    parser.addini("assay_agent", "The agent to evaluate (as --assay-agent).", default="")
+    parser.addini("assay_judge_model", "LLM judge (as --assay-judge-model).", default="")
+    parser.addini("assay_num_runs", "Runs per eval case (default 2).", default="2")
+    parser.addini("assay_mock_tools", "Mock tools (as --assay-mock-tools).", type="bool")
+
+
+def _num_runs(config: pytest.Config) -> int:
+    given = config.getoption("assay_num_runs")
+    raw = given if given is not None else config.getini("assay_num_runs")
+    try:
+        return int(raw)
+    except ValueError:
+        raise pytest.UsageError(f"assay_num_runs: expected a whole number, got {raw!r}") from None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Check the options once, before anything is collected."""
+    mock = config.getoption("assay_mock_tools")
+    try:
+        config.stash[_SETTINGS] = RunSettings(
+            num_runs=_num_runs(config),
+            judge_model=config.getoption("assay_judge_model")
+            or config.getini("assay_judge_model")
+            or None,
+            mock_tools=bool(mock if mock is not None else config.getini("assay_mock_tools")),
+        )
+    except ValueError as exc:
+        raise pytest.UsageError(f"assay: {exc}") from None
+    config.stash[_AGENTS] = {}
+
+
+def _agent_for(path: Path, parent: pytest.Collector) -> Any:
+    config = parent.config
+    given = config.getoption("assay_agent")
+    if given:
+        return given
+    chosen = parent.session.gethookproxy(path).pytest_assay_agent(path=path, config=config)
+    if chosen is not None:
+        return chosen
+    return config.getini("assay_agent") or None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """An eval-set file beside a ``test_config.json``, when an agent is named for it."""
+    if not file_path.name.endswith(EVAL_SET_SUFFIXES):
+        return None
+    if not (file_path.parent / CONFIG_FILE).is_file():
+        return None
+    agent = _agent_for(file_path, parent)
+    if agent is None:
+        return None
+    collector: pytest.Collector = EvalSetFile.from_parent(parent, path=file_path, agent=agent)
+    return collector
+
+
+def _factory(config: pytest.Config, agent: Any) -> AgentFactory:
+    """The agent's factory, resolved once per session (a failure too, reported by each item)."""
+    cache = config.stash[_AGENTS]
+    key: object = agent if isinstance(agent, str) else id(agent)
+    if key not in cache:
+        try:
+            made: AgentFactory | AssayError = agent_factory(agent)
+        except AssayError as exc:
+            made = exc
+        cache[key] = (agent, made)
+    found = cache[key][1]
+    if isinstance(found, AssayError):
+        raise found
+    return found
+
+
+class EvalSetFile(pytest.File):
+    """An eval-set file: one item per eval case, or one failing item if it does not load."""
+
+    def __init__(self, *, agent: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.agent = agent
+
+    def collect(self) -> Iterator[pytest.Item]:
+        """One :class:`EvalCaseItem` per case."""
+        try:
+            [job] = load_jobs(self.path)
+        except InputError as exc:
+            yield BrokenEvalSet.from_parent(self, name="load", problems=exc.problems)
+            return
+        seen: Counter[str] = Counter()
+        for index, case in enumerate(job.loaded.eval_set.eval_cases):
+            seen[case.eval_id] += 1
+            name = (
+                case.eval_id if seen[case.eval_id] == 1 else f"{case.eval_id}[{seen[case.eval_id]}]"
+            )
+            yield EvalCaseItem.from_parent(self, name=name, job=job, index=index, agent=self.agent)
+
+
+def _failure_text(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
+    if isinstance(excinfo.value, EvaluationFailed | AssayError):
+        return str(excinfo.value)
+    return None
+
+
+class EvalCaseItem(pytest.Item):
+    """One eval case: run the agent on it, score it, fail unless every run passed."""
+
+    def __init__(self, *, job: EvalSetJob, index: int, agent: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.job = job
+        self.index = index
+        self.agent = agent
+
+    def runtest(self) -> None:
+        """Evaluate this case with its folder's config."""
+        if self.job.loaded.warnings:
+            warnings = "\n".join(str(w) for w in self.job.loaded.warnings)
+            self.add_report_section("call", "assay warnings", warnings)
+        factory = _factory(self.config, self.agent)
+        job = only_cases(self.job, lambda i, _case: i == self.index)
+        settings = self.config.stash[_SETTINGS]
+        results = asyncio.run(run_jobs([job], factory, settings, whole_sets=[self.job]))
+        assert_passed(results)
+
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str | Any:
+        """The readable account of what did not pass, without a traceback."""
+        return _failure_text(excinfo) or super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        """Where the case is: its file and eval id."""
+        return self.path, None, f"{self.path.name}::{self.name}"
+
+
+class BrokenEvalSet(pytest.Item):
+    """An eval-set file (or its ``test_config.json``) that does not load."""
+
+    def __init__(self, *, problems: Sequence[Problem], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.problems = list(problems)
+
+    def runtest(self) -> None:
+        """Fail with every problem found."""
+        raise InputError(self.problems)
+
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str | Any:
+        """``cannot load FILE:`` and one line per problem."""
+        lines = [f"cannot load {self.path}:", *(f"  {problem}" for problem in self.problems)]
+        return (
+            "\n".join(lines)
+            if isinstance(excinfo.value, InputError)
+            else super().repr_failure(excinfo, style=style)
+        )
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        """The file."""
+        return self.path, None, f"{self.path.name}: cannot load"
