@@ -18,10 +18,10 @@ import email.utils
 import json
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC
 from http import HTTPStatus
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -163,7 +163,7 @@ class OpenAICompatBackend:
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise self._malformed("no choices", response)
         message = choices[0].get("message")
-        text = _content_text(message.get("content") if isinstance(message, dict) else None)
+        text = message_text(message.get("content") if isinstance(message, dict) else None)
         if text is None:
             raise self._malformed("no message content", response)
         if self._api_key and self._api_key in response.text:  # never keep an echoed key
@@ -175,6 +175,23 @@ class OpenAICompatBackend:
             usage=_usage(data.get("usage")),
             raw=data,
         )
+
+    async def post_chat(self, body: dict[str, Any], read: Callable[[Any], T | None]) -> T:
+        """Send ``body`` to ``/chat/completions`` as it is (for callers that build their own
+        request, such as a model run as the agent) and ``read`` the reply's JSON; the same
+        errors as :meth:`generate` (redacted, retryable where a retry can help), and a
+        malformed-response error when the reply is not JSON or ``read`` gives None."""
+        response = await self._post(body)
+        if response.status_code >= 400:
+            raise self._status_error(response)
+        try:
+            data = response.json()
+        except ValueError:
+            raise self._malformed("not JSON", response) from None
+        found = read(data)
+        if found is None:
+            raise self._malformed("not a chat completion", response)
+        return found
 
     def _status_error(self, response: httpx.Response) -> LlmCallError:
         status = response.status_code
@@ -275,7 +292,10 @@ def _rejects_schema(response: httpx.Response) -> bool:
     return any(word in text for word in _SCHEMA_WORDS)
 
 
-def _content_text(content: object) -> str | None:
+T = TypeVar("T")
+
+
+def message_text(content: object) -> str | None:
     """The message text: a string, or the text parts of a list of parts; None if neither."""
     if isinstance(content, str):
         return content
