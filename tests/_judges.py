@@ -4,6 +4,11 @@
 everything would: it reads which judge is asking from the JSON schema's name in the request
 (``response_format.json_schema.name``) and echoes the rubric ids and sentences the prompt lists,
 so every reply parses. :func:`reject` does the same with failing verdicts.
+
+Both also play the simulated user of a ``conversation_scenario`` (a request with no JSON schema
+whose prompt holds a ``# Conversation Plan``), deterministically: after the agent's n-th answer
+the user says the n-th quoted message of the plan (``... (for instance: "How much is that in
+pounds?")``), and once the quotes are used up, the stop signal the prompt names.
 """
 
 from __future__ import annotations
@@ -14,6 +19,11 @@ from typing import Any
 
 _RUBRIC_ID = re.compile(r"^\[id: ([^\]]+)\]", re.MULTILINE)
 _NUMBERED = re.compile(r"^\d+\. (.*)$", re.MULTILINE)
+_PLAN = "# Conversation Plan"
+_HISTORY = "# Conversation History"
+_STOP_SIGNAL = re.compile(r"or (.+?) if the conversation is over")
+_QUOTED = re.compile(r'"([^"]+)"')
+_USER_LINE = re.compile(r"^user: ", re.MULTILINE)
 
 
 def _schema_name(body: dict[str, Any]) -> str:
@@ -26,8 +36,25 @@ def _user_text(body: dict[str, Any]) -> str:
     return str(messages[-1]["content"]) if messages else ""
 
 
+def _prompt(body: dict[str, Any]) -> str:
+    return "\n\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+
+
+def _simulated_user(prompt: str) -> str:
+    """The user's next message: the plan's next quoted message, else the stop signal."""
+    plan, _, history = prompt.rsplit(_PLAN, 1)[1].partition(_HISTORY)
+    turns_done = len(_USER_LINE.findall(history))
+    quotes = _QUOTED.findall(plan)
+    if 1 <= turns_done <= len(quotes):
+        return quotes[turns_done - 1]
+    signal = _STOP_SIGNAL.search(prompt)
+    return signal[1] if signal else "</finished>"
+
+
 def _answer(body: dict[str, Any], good: bool) -> str:
     name, user = _schema_name(body), _user_text(body)
+    if not name and _PLAN in _prompt(body):
+        return _simulated_user(_prompt(body))
     if name == "final_response_verdict":
         label = "valid" if good else "invalid"
         return json.dumps({"reasoning": "stub", "is_the_agent_response_valid": label})

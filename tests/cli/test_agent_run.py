@@ -44,7 +44,7 @@ def test_an_agent_run_scores_like_its_traces_and_saves_traces_that_score_the_sam
         "--save-traces", saved, "--output", by_agent,
     )  # fmt: skip
     assert run.code == 0, run.output
-    assert "4 passed, 0 failed, 0 not evaluated" in run.out
+    assert "5 passed, 0 failed, 0 not evaluated" in run.out
     assert f"traces written to {saved}" in run.out
     again = run_cli("eval", example.evalset, "--traces", saved, "--output", by_traces)
     assert again.code == 0, again.output
@@ -69,12 +69,12 @@ def test_an_agent_that_raises_leaves_its_case_not_evaluated_and_the_rest_scored(
     import pytest
 
     assert isinstance(monkeypatch, pytest.MonkeyPatch)
-    monkeypatch.setenv("AGENT_FAILS_ON", "Lisbon")
+    monkeypatch.setenv("AGENT_FAILS_ON", "Find me a flight")
     agent = _agent_file(tmp_path, example)
     out = tmp_path / "r.json"
     run = run_cli("eval", example.evalset, "--agent", f"{agent}:agent", "--output", out)
     assert run.code == 1, run.output
-    assert "3 passed, 0 failed, 1 not evaluated" in run.out
+    assert "4 passed, 0 failed, 1 not evaluated" in run.out
     [broken] = [
         c
         for c in json.loads(out.read_text())["eval_case_results"]

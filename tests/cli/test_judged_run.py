@@ -28,6 +28,7 @@ JUDGED = (
     "hallucinations_v1",
     "safety_v1",
 )
+SIMULATOR_QUALITY = "per_turn_user_simulator_quality_v1"  # judges the scenario case only
 
 
 def _user_text(body: dict[str, Any]) -> str:
@@ -96,9 +97,15 @@ def test_judge_faults_become_not_evaluated_with_reasons_and_the_run_keeps_everyt
     assert run.code == 1, run.output
     data = _results(out)
     cases = {c["eval_id"]: c for c in data["eval_case_results"]}
-    assert list(cases) == ["forecast_paris", "book_flight_lisbon", "convert_currency", "greeting"]
+    assert list(cases) == [
+        "forecast_paris",
+        "book_flight_lisbon",
+        "convert_currency",
+        "greeting",
+        "book_cheapest_and_convert",
+    ]
     # The deterministic metrics are untouched by the judge's faults.
-    for case in cases.values():
+    for case in list(cases.values())[:4]:  # the static conversations
         assert _metric(case, "tool_trajectory_avg_score")["eval_status"] == EvalStatus.PASSED
 
     paris = cases["forecast_paris"]["assay"]["metric_reasons"]
@@ -145,7 +152,7 @@ def test_a_rerun_of_an_unchanged_evaluation_makes_no_judge_call(
 
     assert first.code == second.code == 0
     assert judge_env.count() == before
-    assert "judge calls: 0 (30 answered from the cache" in second.out
+    assert "judge calls: 0 (42 answered from the cache" in second.out
 
 
 def test_no_cache_calls_the_judge_again(
@@ -156,7 +163,7 @@ def test_no_cache_calls_the_judge_again(
     run = run_cli("eval", example.evalset, "--traces", example.traces, "--no-cache")
 
     assert run.code == 0
-    assert judge_env.count() - before == 30
+    assert judge_env.count() - before == 42
 
 
 def test_a_judge_that_rejects_everything_fails_the_judged_metrics(
@@ -168,10 +175,17 @@ def test_a_judge_that_rejects_everything_fails_the_judged_metrics(
         run = run_cli("eval", example.evalset, "--traces", example.traces, "--output", out)
 
     assert run.code == 1
+    judged = 0
     for case in _results(out)["eval_case_results"]:
-        for name in JUDGED:
+        for name in (*JUDGED, SIMULATOR_QUALITY):
+            if name in case["assay"].get("not_applicable", []):
+                continue
+            judged += 1
             assert _metric(case, name)["eval_status"] == EvalStatus.FAILED, name
-            assert _metric(case, name)["score"] == 0.0
+            # The simulated user's first turn is checked without a judge (it is the scenario's
+            # starting prompt): it passes, the judged second turn fails.
+            assert _metric(case, name)["score"] == (0.5 if name == SIMULATOR_QUALITY else 0.0)
+    assert judged == 4 * 5 + 5  # every judged criterion where it applies
 
 
 def test_the_console_and_output_say_which_judge_scored_what(
@@ -186,11 +200,11 @@ def test_the_console_and_output_say_which_judge_scored_what(
         "hallucinations_v1, safety_v1" in run.out
     )
     judges = _results(out)["assay"]["judges"]
-    assert set(judges) == set(JUDGED)
+    assert set(judges) == {*JUDGED, SIMULATOR_QUALITY}
     assert judges["safety_v1"] == {"model": "openai:stub-judge", "source": "ASSAY_JUDGE_MODEL"}
     usage = _results(out)["assay"]["usage"]
     assert usage["final_response_match_v2"]["calls"] == 5
-    assert usage["hallucinations_v1"]["calls"] == 10  # a segmenter and a validator call each
+    assert usage["hallucinations_v1"]["calls"] == 14  # a segmenter and a validator call each
 
 
 def test_without_any_judge_the_judged_metrics_say_how_to_get_one(

@@ -95,3 +95,26 @@ def test_a_metric_that_cannot_run_is_not_evaluated_with_its_reason(name: str, re
     assert result.score is None
     assert len(result.per_invocation) == 1
     assert isinstance(result.criterion, BaseCriterion) and result.criterion.threshold == 0.5
+
+
+def test_the_built_metric_for_the_simulated_user_looks_up_adks_built_in_personas() -> None:
+    from assay.llm.backends.scripted import ScriptedBackend
+    from assay.llm.client import LlmClient
+    from assay.llm.judge import Judge
+    from assay.metrics.simulator_quality import UserSimulatorQualityMetric
+
+    config = parse_config(
+        {"criteria": {"per_turn_user_simulator_quality_v1": {"threshold": 0.5}}}, "c.json"
+    )
+    criterion = config.criteria["per_turn_user_simulator_quality_v1"]
+
+    class Provider:
+        def judge_for(self, metric: str, criterion: BaseCriterion | None) -> Judge:
+            return Judge(LlmClient(ScriptedBackend("{}")), metric)
+
+    metric = default_registry().create("per_turn_user_simulator_quality_v1", criterion, Provider())
+    assert isinstance(metric, UserSimulatorQualityMetric)
+    assert metric.personas is not None
+    found = metric.personas("EXPERT")
+    assert found is not None and found.id == "EXPERT"
+    assert metric.personas("NO_SUCH_PERSONA") is None

@@ -60,7 +60,7 @@ def test_output_for_one_eval_set_is_an_object_adk_loads_with_the_same_verdicts(
     assert_same_verdicts(adk, EvalSetResult.model_validate(data))
 
 
-def test_adk_reads_the_example_results_as_four_passed_cases_with_their_scores(
+def test_adk_reads_the_example_results_as_five_passed_cases_with_their_scores(
     run_cli: RunCli, example: Example, tmp_path: Path
 ) -> None:
     out = tmp_path / "results.json"
@@ -77,6 +77,7 @@ def test_adk_reads_the_example_results_as_four_passed_cases_with_their_scores(
         "book_flight_lisbon": "PASSED",
         "convert_currency": "PASSED",
         "greeting": "PASSED",
+        "book_cheapest_and_convert": "PASSED",
     }
     book = next(c for c in adk.eval_case_results if c.eval_id == "book_flight_lisbon")
     scores = {m.metric_name: m.score for m in book.overall_eval_metric_results}
@@ -124,7 +125,7 @@ def test_the_assay_sections_carry_the_reasons_a_case_was_not_evaluated(
     assert reasons["response_match_score"] == reason
     assert set(reasons.values()) == {reason}
     notes = data["assay"]
-    assert notes["summary"] == {"passed": 1, "failed": 2, "not_evaluated": 1}
+    assert notes["summary"] == {"passed": 1, "failed": 2, "not_evaluated": 2}
     assert notes["config_source"] == str(example.config)
     assert notes["eval_set_path"] == str(example.evalset)
     assert set(notes["criteria"]) == {
@@ -135,6 +136,7 @@ def test_the_assay_sections_carry_the_reasons_a_case_was_not_evaluated(
         "rubric_based_tool_use_quality_v1",
         "hallucinations_v1",
         "safety_v1",
+        "per_turn_user_simulator_quality_v1",
     }
     # ADK's models ignore the extra sections, and never see them at the metric level.
     adk = AdkEvalSetResult.model_validate(data)
@@ -158,6 +160,7 @@ def test_eval_statuses_are_written_as_adks_integers(
         "book_flight_lisbon": 2,
         "convert_currency": 2,
         "greeting": 3,
+        "book_cheapest_and_convert": 3,
     }
     statuses = [
         m["eval_status"]

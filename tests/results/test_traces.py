@@ -15,7 +15,13 @@ from pydantic.alias_generators import to_camel
 from assay.errors import TracesError
 from assay.results.traces import Traces, load_traces
 
-CASE_LENGTHS = {"forecast_paris": 1, "book_flight_lisbon": 2, "convert_currency": 1, "greeting": 1}
+CASE_LENGTHS = {
+    "forecast_paris": 1,
+    "book_flight_lisbon": 2,
+    "convert_currency": 1,
+    "greeting": 1,
+    "book_cheapest_and_convert": 2,
+}
 
 
 def write(path: Path, content: Any) -> Path:
@@ -255,6 +261,7 @@ def test_several_traces_files_merge_and_a_later_file_wins_on_the_same_case(
             "forecast_paris": replaced,
             "book_flight_lisbon": mapping["book_flight_lisbon"],
             "convert_currency": mapping["convert_currency"],
+            "book_cheapest_and_convert": mapping["book_cheapest_and_convert"],
         },
     )
 

@@ -21,7 +21,8 @@ from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.results.traces import Traces, load_traces
 from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate, evaluate_sync, summarize
 
-CASES = ["forecast_paris", "book_flight_lisbon", "convert_currency", "greeting"]
+SCENARIO = "book_cheapest_and_convert"  # a conversation_scenario: a simulated user's conversation
+CASES = ["forecast_paris", "book_flight_lisbon", "convert_currency", "greeting", SCENARIO]
 
 
 def configured_statuses(result: EvalSetResult, names: Sequence[str]) -> dict[str, Any]:
@@ -62,7 +63,7 @@ def test_every_case_of_the_example_passes_with_its_config(job: EvalSetJob, trace
     book = configured_statuses(result, ["response_match_score"])["book_flight_lisbon"]
     assert book[1]["response_match_score"][0] == pytest.approx(0.9392, abs=1e-4)
     assert result.assay is not None
-    assert result.assay.summary.model_dump() == {"passed": 4, "failed": 0, "not_evaluated": 0}
+    assert result.assay.summary.model_dump() == {"passed": 5, "failed": 0, "not_evaluated": 0}
 
 
 def test_a_case_missing_from_the_traces_is_not_evaluated_and_the_others_are_scored(
@@ -76,6 +77,7 @@ def test_a_case_missing_from_the_traces_is_not_evaluated_and_the_others_are_scor
         "book_flight_lisbon": EvalStatus.FAILED,
         "convert_currency": EvalStatus.FAILED,
         "greeting": EvalStatus.NOT_EVALUATED,
+        SCENARIO: EvalStatus.NOT_EVALUATED,
     }
     greeting = result.eval_case_results[3]
     assert greeting.assay.reason == f"no trace for this case in {example.regressed}"
@@ -88,7 +90,7 @@ def test_a_case_missing_from_the_traces_is_not_evaluated_and_the_others_are_scor
         EvalStatus.FAILED,
     )
     assert result.assay is not None
-    assert result.assay.summary.model_dump() == {"passed": 1, "failed": 2, "not_evaluated": 1}
+    assert result.assay.summary.model_dump() == {"passed": 1, "failed": 2, "not_evaluated": 2}
 
 
 def test_a_case_whose_trace_has_the_wrong_number_of_invocations_is_not_evaluated(
@@ -108,6 +110,7 @@ def test_a_case_whose_trace_has_the_wrong_number_of_invocations_is_not_evaluated
     assert [c.final_eval_status for c in result.eval_case_results] == [
         EvalStatus.PASSED,
         EvalStatus.NOT_EVALUATED,
+        EvalStatus.PASSED,
         EvalStatus.PASSED,
         EvalStatus.PASSED,
     ]
@@ -176,7 +179,7 @@ def test_one_result_per_eval_set_in_the_order_given(
     results = evaluate_sync([first, second], traces)
 
     assert [r.eval_set_id for r in results] == ["travel_assistant", "other"]
-    assert [len(r.eval_case_results) for r in results] == [4, 4]
+    assert [len(r.eval_case_results) for r in results] == [5, 5]
 
 
 # --- concurrency and order --------------------------------------------------------------------
@@ -235,22 +238,22 @@ def test_results_keep_eval_set_order_when_cases_finish_out_of_order(
     loaded: LoadedEvalSet, traces: Traces
 ) -> None:
     probe = Probe()
-    delays = {"forecast_paris": 0.12, "book_flight_lisbon": 0.08, "convert_currency": 0.04}
-    delays["greeting"] = 0.0
+    delays = {"forecast_paris": 0.16, "book_flight_lisbon": 0.12, "convert_currency": 0.08}
+    delays.update(greeting=0.04, **{SCENARIO: 0.0})
     seen: list[str] = []
 
     [result] = evaluate_sync(
         [EvalSetJob(loaded, slow_config())],
         traces,
         registry=slow_registry(probe, delays),
-        concurrency=4,
+        concurrency=5,
         on_case=lambda job, case: seen.append(case.eval_id),
     )
 
     assert probe.finished == list(reversed(CASES))  # they really ran at once
     assert seen == probe.finished  # on_case reports each case as it finishes
     assert [c.eval_id for c in result.eval_case_results] == CASES
-    assert probe.most == 4
+    assert probe.most == 5
 
 
 @pytest.mark.parametrize("concurrency", [1, 2])

@@ -198,8 +198,11 @@ def _safety(criterion: Any, judge: Judge) -> Metric:
 
 def _simulator_quality(criterion: Any, judge: Judge) -> Metric:
     from assay.metrics.simulator_quality import UserSimulatorQualityMetric
+    from assay.simulation.personas import BUILTIN_PERSONAS
 
-    return UserSimulatorQualityMetric(cast(LlmBackedUserSimulatorCriterion, criterion), judge)
+    return UserSimulatorQualityMetric(
+        cast(LlmBackedUserSimulatorCriterion, criterion), judge, personas=BUILTIN_PERSONAS.get
+    )
 
 
 JUDGED_METRICS: Mapping[str, JudgedMetricFactory] = {
