@@ -139,7 +139,9 @@ def test_a_scenario_starts_with_the_starting_prompt_and_stops_on_the_stop_signal
     simulator_calls = [r for r in provider.backend.requests if r.response_schema is None]
     assert len(simulator_calls) == 2
     assert "answer #2" in _text(simulator_calls[-1])
-    assert result.assay is not None and result.assay.judges["user_simulator"].model == "scripted:sim"
+    assert (
+        result.assay is not None and result.assay.judges["user_simulator"].model == "scripted:sim"
+    )
     assert case.assay.simulator_usage is not None and case.assay.simulator_usage.calls == 2
     assert result.assay.usage["user_simulator"].calls == 2  # in the run's token count
 
@@ -205,7 +207,7 @@ def test_criteria_that_do_not_apply_to_a_kind_of_case_are_marked_and_do_not_deci
     rows = {r.metric_name: r for r in scenario.overall_eval_metric_results}
     assert rows["response_match_score"].eval_status is EvalStatus.NOT_EVALUATED
     reason = scenario.assay.metric_reasons["response_match_score"]
-    assert reason.startswith("not applicable: it compares against expected invocations")
+    assert reason == "not applicable: needs expected invocations; this case is a scenario"
     # only the scenario's ending was judged (5 samples); the static case's user never was
     verdicts = [r for r in provider.backend.requests if r.response_schema is not None]
     assert [r.schema_name for r in verdicts] == ["user_simulator_verdict"] * 5

@@ -38,15 +38,9 @@ class ConfiguredMetric:
     def not_applicable(self, case: EvalCase) -> str | None:
         """Why the metric does not apply to ``case``, or None when it does."""
         if self.applies_to == "conversation" and case.conversation is None:
-            return (
-                "not applicable: it compares against expected invocations, and this case has a "
-                "conversation_scenario (a simulated user), not a conversation"
-            )
+            return "not applicable: needs expected invocations; this case is a scenario"
         if self.applies_to == "scenario" and case.conversation_scenario is None:
-            return (
-                "not applicable: it judges a simulated user against a conversation_scenario, "
-                "and this case has a static conversation"
-            )
+            return "not applicable: judges a simulated user; this case is a static conversation"
         return None
 
 
