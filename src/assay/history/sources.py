@@ -1,0 +1,51 @@
+"""Where a finished run's results come from: a results file, or a run id in the history.
+
+``assay report``, ``assay show`` and ``assay compare`` take either; :func:`results_for` reads
+both. A results file is what ``assay eval --output`` writes (one ``EvalSetResult`` object, or a
+list for several eval sets) or ADK's ``.evalset_result.json`` (including the legacy
+double-encoded form).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+from pydantic import TypeAdapter, ValidationError
+
+from assay.errors import InputError, Problem, problems_from_validation
+from assay.results.model import EvalSetResult
+
+_RESULTS = TypeAdapter(list[EvalSetResult])
+
+
+def read_results_file(path: Path) -> list[EvalSetResult]:
+    """The eval-set results in a results file; an :class:`~assay.errors.InputError` naming the
+    file and JSON path when it is not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError([Problem(str(path), "", exc.strerror or str(exc))]) from None
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno} column {exc.colno}"
+        raise InputError([Problem(str(path), "", f"not JSON ({where}): {exc.msg}")]) from None
+    if isinstance(data, str):  # ADK's legacy writer double-encodes
+        with contextlib.suppress(json.JSONDecodeError):
+            data = json.loads(data)
+    listed = data if isinstance(data, list) else [data]
+    try:
+        return _RESULTS.validate_python(listed)
+    except ValidationError as exc:
+        problems = problems_from_validation(exc, str(path), listed, [])
+        raise InputError(problems) from None
+
+
+def results_for(source: str) -> list[EvalSetResult]:
+    """The results ``source`` names: an existing file, else a run id in the history."""
+    path = Path(source)
+    if path.is_file():
+        return read_results_file(path)
+    raise InputError(
+        [Problem(source, "", "no such results file, and run ids are not recorded yet")]
+    )
