@@ -1,0 +1,68 @@
+"""The run's progress: live on a terminal, one plain line per case elsewhere."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from assay.llm.base import TokenUsage
+from assay.metrics.base import EvalStatus
+from assay.metrics.notes import MetricNotes
+from assay.report.progress import RunProgress, case_usage
+from assay.results.model import CaseNotes, EvalCaseResult
+
+
+def _case(eval_id: str, calls: int, *, run: int = 1, simulated: int = 0) -> EvalCaseResult:
+    notes = CaseNotes(
+        run=run,
+        metrics={
+            "safety_v1": MetricNotes(
+                judge_model="m",
+                usage=TokenUsage(prompt_tokens=100 * calls, calls=calls, cache_hits=1),
+            )
+        },
+        simulator_usage=TokenUsage(completion_tokens=5, calls=simulated) if simulated else None,
+    )
+    return EvalCaseResult(
+        eval_set_id="travel",
+        eval_id=eval_id,
+        final_eval_status=EvalStatus.PASSED,
+        assay=notes,
+    )
+
+
+def _console(terminal: bool) -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, force_terminal=terminal, width=120, highlight=False), out
+
+
+def test_a_case_s_usage_adds_its_judges_and_its_simulated_user() -> None:
+    usage = case_usage(_case("a", 3, simulated=2))
+    assert (usage.calls, usage.cache_hits, usage.total_tokens) == (5, 1, 305)
+
+
+def test_without_a_terminal_each_finished_case_is_one_plain_line() -> None:
+    console, out = _console(terminal=False)
+    with RunProgress(console, 2) as progress:
+        progress.case_done(None, _case("greeting", 2))
+        progress.case_done(None, _case("<b>booking</b>", 1, run=2))
+    lines = out.getvalue().splitlines()
+    assert lines == [
+        "[1/2] travel / greeting PASSED · 2 LLM calls, 1 cached, 0 retries, 200 tokens",
+        "[2/2] travel / <b>booking</b> (run 2) PASSED · 1 LLM calls, 1 cached, 0 retries, "
+        "100 tokens",
+    ]
+    assert "\x1b[" not in out.getvalue()
+    assert progress.done == 2 and progress.usage.calls == 3
+
+
+def test_on_a_terminal_a_live_bar_counts_cases_and_leaves_no_log_lines() -> None:
+    console, out = _console(terminal=True)
+    with RunProgress(console, 3) as progress:
+        assert progress.live
+        progress.case_done(None, _case("a", 1))
+        progress.case_done(None, _case("b", 2))
+    shown = out.getvalue()
+    assert "[1/3] travel / a" not in shown  # no per-case log lines on a terminal
+    assert progress.done == 2 and progress.usage.calls == 3
