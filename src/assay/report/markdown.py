@@ -1,0 +1,168 @@
+"""A short Markdown summary of a run, for a pull-request comment.
+
+Totals, one table row per metric (pass rate and mean score over the cases it was evaluated on),
+then the failing cases with their failing metrics and the cases that were not evaluated, each
+list capped so a large run still makes a short comment. Every id, reason and other text that did
+not come from assay is escaped, so it renders as the text it is (no tables broken by ``|``, no
+links, no HTML, no ``@`` mentions).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from assay.metrics.base import EvalStatus
+from assay.results.model import EvalCaseResult, EvalSetResult
+
+LISTED = 20
+"""Cases listed per section before ``…and N more``."""
+
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_SIGNIFICANT = re.compile(r"[\\`*_{}\[\]()#+!|~<>&@:$]")
+"""Characters that can open or close inline Markdown on GitHub: code, emphasis, links and images,
+tables, strikethrough, HTML, mentions, emoji, autolinks and math."""
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` as literal inline Markdown (in a table cell, or after a list marker) on one line:
+    whitespace runs (newlines too) become one space, ``& < >`` become entities and the other
+    significant characters are backslash-escaped, so ``|``, ``*``, ``[``, ``@``… stay text."""
+    flat = " ".join(text.split())
+    return _SIGNIFICANT.sub(lambda m: _ENTITIES.get(m[0]) or "\\" + m[0], flat)
+
+
+@dataclass
+class MetricTotals:
+    """One metric over a run: how many cases it passed and failed, and its scores."""
+
+    name: str
+    passed: int = 0
+    failed: int = 0
+    informational: bool = False
+    score_sum: float = 0.0
+    scored: int = 0
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passed over passed plus failed; None when no case was judged."""
+        judged = self.passed + self.failed
+        return self.passed / judged if judged else None
+
+    @property
+    def mean_score(self) -> float | None:
+        """The mean of the finite scores; None without any."""
+        return self.score_sum / self.scored if self.scored else None
+
+
+def metric_totals(results: Sequence[EvalSetResult]) -> list[MetricTotals]:
+    """Every metric's totals over all eval sets, in the order metrics first appear; metrics that
+    do not apply to a case are left out for that case."""
+    totals: dict[str, MetricTotals] = {}
+    for case in _cases(results):
+        for row in case.overall_eval_metric_results:
+            if row.metric_name in case.assay.not_applicable:
+                continue
+            entry = totals.setdefault(row.metric_name, MetricTotals(row.metric_name))
+            entry.passed += row.eval_status is EvalStatus.PASSED
+            entry.failed += row.eval_status is EvalStatus.FAILED
+            entry.informational |= row.eval_status is EvalStatus.INFORMATIONAL
+            if row.score is not None and math.isfinite(row.score):
+                entry.score_sum += row.score
+                entry.scored += 1
+    return list(totals.values())
+
+
+def render_markdown(results: Sequence[EvalSetResult]) -> str:
+    """The run as a Markdown comment: totals, a per-metric table, failing and unevaluated cases."""
+    cases = [(result, case) for result in results for case in result.eval_case_results]
+    count = {status: 0 for status in EvalStatus}
+    for _, case in cases:
+        count[case.final_eval_status] += 1
+    sets = ", ".join(escape_markdown(result.eval_set_id) for result in results) or "none"
+    lines = [
+        "## assay results",
+        "",
+        f"**{count[EvalStatus.PASSED]} passed, {count[EvalStatus.FAILED]} failed, "
+        f"{count[EvalStatus.NOT_EVALUATED]} not evaluated** of {len(cases)} case(s) "
+        f"(eval sets: {sets})",
+        "",
+    ]
+    lines += _metric_table(metric_totals(results))
+    failing = [
+        f"- **{_label(result, case)}**: {_failing_metrics(case)}"
+        for result, case in cases
+        if case.final_eval_status is EvalStatus.FAILED
+    ]
+    unevaluated = [
+        f"- **{_label(result, case)}**: {escape_markdown(case.assay.reason or 'no reason given')}"
+        for result, case in cases
+        if case.final_eval_status is EvalStatus.NOT_EVALUATED
+    ]
+    lines += _section("Failing cases", failing)
+    lines += _section("Not evaluated", unevaluated)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def write_markdown(path: Path, results: Sequence[EvalSetResult]) -> None:
+    """Write :func:`render_markdown`'s summary to ``path`` (UTF-8)."""
+    path.write_text(render_markdown(results), encoding="utf-8")
+
+
+def format_value(value: float | None, informational: bool = False) -> str:
+    """A score to four decimals (an informational value to six significant digits); a dash
+    for none."""
+    if value is None:
+        return "–"
+    return f"{value:.6g}" if informational else f"{value:.4f}"
+
+
+def format_rate(rate: float | None, passed: int = 0, judged: int = 0) -> str:
+    """A pass rate as a percentage with its counts, ``66.7% (2/3)``; a dash for none."""
+    if rate is None:
+        return "–"
+    return f"{rate:.1%} ({passed}/{judged})" if judged else f"{rate:.1%}"
+
+
+def _metric_table(totals: list[MetricTotals]) -> list[str]:
+    if not totals:
+        return ["No metric results.", ""]
+    lines = ["| Metric | Pass rate | Mean score |", "|:--|--:|--:|"]
+    for entry in totals:
+        rate = format_rate(entry.pass_rate, entry.passed, entry.passed + entry.failed)
+        mean = format_value(entry.mean_score, entry.informational)
+        name = escape_markdown(entry.name) + (" (informational)" if entry.informational else "")
+        lines.append(f"| {name} | {rate} | {mean} |")
+    return [*lines, ""]
+
+
+def _section(title: str, items: list[str]) -> list[str]:
+    if not items:
+        return []
+    shown = items[:LISTED]
+    more = [f"- …and {len(items) - LISTED} more"] if len(items) > LISTED else []
+    return [f"### {title} ({len(items)})", "", *shown, *more, ""]
+
+
+def _failing_metrics(case: EvalCaseResult) -> str:
+    """``metric 0.2500 < 0.8000; …`` for every failing metric, or the case's reason."""
+    parts = [
+        f"{escape_markdown(row.metric_name)} {format_value(row.score)} < "
+        f"{format_value(row.threshold)}"
+        for row in case.overall_eval_metric_results
+        if row.eval_status is EvalStatus.FAILED and row.metric_name not in case.assay.not_applicable
+    ]
+    return "; ".join(parts) or escape_markdown(case.assay.reason or "failed")
+
+
+def _label(result: EvalSetResult, case: EvalCaseResult) -> str:
+    runs = any(other.assay.run > 1 for other in result.eval_case_results)
+    run = f" (run {case.assay.run})" if runs else ""
+    return f"{escape_markdown(result.eval_set_id)} / {escape_markdown(case.eval_id)}{run}"
+
+
+def _cases(results: Sequence[EvalSetResult]) -> list[EvalCaseResult]:
+    return [case for result in results for case in result.eval_case_results]
