@@ -11,14 +11,7 @@ import pytest
 from _judge_server import JudgeServer
 from _support import Example, RunCli
 
-from assay.cli.compare import compare
-from assay.cli.main import cli, main
-
-
-@pytest.fixture(autouse=True)
-def compare_registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``assay compare`` as ``cli.add_command(compare)`` registers it."""
-    monkeypatch.setitem(cli.commands, "compare", compare)
+from assay.cli.main import main
 
 
 @pytest.fixture(scope="module")

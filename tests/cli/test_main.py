@@ -66,7 +66,9 @@ def test_eval_on_the_example_exits_0_and_prints_the_table_and_summary(
     assert has_row(run.out, "response_match_score", "0.9392", "0.6000", "PASSED")
     assert f"criteria from {example.config}" in flat(run.out)
     assert "FAILED" not in run.out
-    assert run.err == ""
+    # stderr holds only the progress lines: no warning, no traceback
+    assert all(line.startswith("[") for line in run.err.splitlines()), run.err
+    assert len(run.err.splitlines()) == 5
 
 
 def test_eval_on_the_regressed_traces_exits_1_with_failures_and_a_not_evaluated_case(

@@ -5,19 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from _support import Example, RunCli
 from report._html_cases import SCRIPT, case, results
 
-from assay.cli.main import EXIT_INPUT, EXIT_OK, cli
-from assay.cli.report import report_command
-
-
-@pytest.fixture(autouse=True)
-def _registered() -> None:
-    """Until the lead registers the command in ``assay.cli.main``."""
-    if "report" not in cli.commands:
-        cli.add_command(report_command)
+from assay.cli.main import EXIT_INPUT, EXIT_OK
 
 
 def _results_file(tmp_path: Path) -> Path:
@@ -87,3 +78,27 @@ def test_unwritable_output_is_an_input_error(run_cli: RunCli, tmp_path: Path) ->
     assert run.code == EXIT_INPUT
     assert "r.html" in run.err
     assert "Traceback" not in run.output
+
+
+def test_eval_writes_every_report_asked_for_and_report_reads_the_run_back(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    import xml.etree.ElementTree as ET
+
+    html, junit, md = tmp_path / "e.html", tmp_path / "e.xml", tmp_path / "e.md"
+    run = run_cli(
+        "eval", example.evalset, "--traces", example.regressed,
+        "--html", html, "--junit", junit, "--markdown", md,
+    )  # fmt: skip
+    assert run.code == 1, run.output  # the regressed traces fail some cases
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    assert int(suite.get("tests", "0")) == 5
+    assert int(suite.get("failures", "0")) == 2 and int(suite.get("errors", "0")) == 2
+    page = html.read_text(encoding="utf-8")
+    assert all(eval_id in page for eval_id in ("forecast_paris", "book_flight_lisbon"))
+    assert "**1 passed, 2 failed, 2 not evaluated** of 5 case(s)" in md.read_text("utf-8")
+    again = tmp_path / "again.xml"
+    shown = run_cli("report", "latest", "--junit", again)  # the run from the history
+    assert shown.code == EXIT_OK, shown.output
+    assert ET.parse(again).getroot().find("testsuite").get("tests") == "5"  # type: ignore[union-attr]

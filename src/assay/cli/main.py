@@ -21,12 +21,16 @@ from rich.markup import escape
 
 from assay._version import __version__
 from assay.agents.spec import resolve_agent
+from assay.cli.compare import compare
+from assay.cli.history import import_command, recorded, run_config, runs_command, show_command
+from assay.cli.report import report_command
 from assay.config import EvalConfig, default_config, load_config
 from assay.errors import AssayError, InputError
 from assay.evalset.io import load_eval_set
 from assay.metrics.base import EvalStatus
 from assay.report.console import print_results
-from assay.results.model import EvalSetResult, RunSummary
+from assay.report.progress import RunProgress
+from assay.results.model import EvalCaseResult, EvalSetResult, RunSummary
 from assay.results.traces import Traces, load_traces
 from assay.runner.agent_run import AgentSettings, write_traces
 from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate_sync
@@ -95,6 +99,63 @@ def _write_output(path: Path, results: Sequence[EvalSetResult]) -> None:
         if exc.filename is not None and str(exc.filename) != str(path):
             reason += f": {exc.filename}"
         raise click.FileError(str(path), hint=reason) from None
+
+
+def _check_output_folders(outputs: Sequence[tuple[str, str | None]]) -> None:
+    """Every output's folder exists: said before a long run, not after it."""
+    for option, path in outputs:
+        if path and not Path(path).parent.is_dir():
+            raise click.BadParameter(
+                f"folder '{Path(path).parent}' does not exist", param_hint=f"'{option}'"
+            )
+
+
+def _load_inputs(
+    eval_sets: Sequence[str], config_path: str | None, traces_paths: Sequence[str]
+) -> tuple[list[EvalSetJob], Traces]:
+    """The jobs and traces; eval sets, configs and traces are all checked before anything is
+    scored, and every problem is reported together."""
+    problems = []
+    jobs: list[EvalSetJob] = []
+    traces = Traces()
+    try:
+        jobs = _jobs(eval_sets, config_path)
+    except InputError as exc:
+        problems.extend(exc.problems)
+    try:
+        traces = load_traces(traces_paths)
+    except InputError as exc:
+        problems.extend(exc.problems)
+    if problems:
+        raise InputError(problems)
+    return jobs, traces
+
+
+def _write_reports(
+    console: Console,
+    results: Sequence[EvalSetResult],
+    html_path: str | None,
+    junit_path: str | None,
+    markdown_path: str | None,
+) -> None:
+    """The reports asked for (each written whole, or not at all, with the reason)."""
+    from assay.report.html import write_html
+    from assay.report.junit import write_junit
+    from assay.report.markdown import write_markdown
+
+    writers = (
+        ("HTML report", html_path, write_html),
+        ("JUnit XML", junit_path, write_junit),
+        ("Markdown summary", markdown_path, write_markdown),
+    )
+    for what, path, write in writers:
+        if not path:
+            continue
+        try:
+            write(Path(path), results)
+        except OSError as exc:
+            raise click.FileError(path, hint=exc.strerror or str(exc)) from None
+        console.print(f"{what} written to {escape(path)}")
 
 
 def _total(results: Sequence[EvalSetResult]) -> RunSummary:
@@ -196,6 +257,31 @@ def cli() -> None:
     help="Write results as ADK EvalSetResult JSON (a list for several eval sets).",
 )
 @click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write a self-contained HTML report (works offline).",
+)
+@click.option(
+    "--junit",
+    "junit_path",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write JUnit XML: one testcase per eval case, for CI test views.",
+)
+@click.option(
+    "--markdown",
+    "markdown_path",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write a short Markdown summary (for a pull-request comment).",
+)
+@click.option(
+    "--progress/--no-progress",
+    "show_progress",
+    default=True,
+    show_default=True,
+    help="Show progress on stderr: a live bar on a terminal, a line per finished case elsewhere.",
+)
+@click.option(
     "--print-detailed-results",
     is_flag=True,
     help="Also print a per-invocation table for every case.",
@@ -240,6 +326,24 @@ def cli() -> None:
     is_flag=True,
     help="Call the judge even when .assay/cache.sqlite holds the same request's response.",
 )
+@click.option(
+    "--history/--no-history",
+    default=True,
+    show_default=True,
+    help="Record the run and each case result as it finishes in the run history "
+    "(`assay runs`, `assay show`).",
+)
+@click.option(
+    "--history-file",
+    type=click.Path(dir_okay=False),
+    help="The run history (default: $ASSAY_HISTORY, else history.sqlite beside the cache).",
+)
+@click.option(
+    "--resume",
+    metavar="RUN",
+    help="Continue a recorded run (its id, or latest) with the same eval sets and options: "
+    "its finished cases are kept, neither the agent nor the judge is called for them.",
+)
 def eval_command(
     eval_sets: tuple[str, ...],
     config_path: str | None,
@@ -252,6 +356,10 @@ def eval_command(
     mock_tools: bool,
     save_traces_path: str | None,
     output_path: str | None,
+    html_path: str | None,
+    junit_path: str | None,
+    markdown_path: str | None,
+    show_progress: bool,
     print_detailed_results: bool,
     concurrency: int,
     judge_model: str | None,
@@ -259,6 +367,9 @@ def eval_command(
     judge_timeout: float | None,
     judge_attempts: int,
     no_cache: bool,
+    history: bool,
+    history_file: str | None,
+    resume: str | None,
 ) -> None:
     """Score EVALSET files against recorded traces (--traces) or by running an agent (--agent),
     and print a results table."""
@@ -267,24 +378,15 @@ def eval_command(
         raise click.UsageError("give either --traces FILE or --agent SPEC (exactly one)")
     if save_traces_path and not agent_spec:
         raise click.BadParameter("needs --agent", param_hint="'--save-traces'")
-    for option, path in (("--output", output_path), ("--save-traces", save_traces_path)):
-        if path and not Path(path).parent.is_dir():  # say so before a long run
-            raise click.BadParameter(
-                f"folder '{Path(path).parent}' does not exist", param_hint=f"'{option}'"
-            )
-    problems = []  # eval sets, configs and traces are all checked before anything is scored
-    jobs: list[EvalSetJob] = []
-    traces = Traces()
-    try:
-        jobs = _jobs(eval_sets, config_path)
-    except InputError as exc:
-        problems.extend(exc.problems)
-    try:
-        traces = load_traces(traces_paths)
-    except InputError as exc:
-        problems.extend(exc.problems)
-    if problems:
-        raise InputError(problems)
+    outputs = (
+        ("--output", output_path),
+        ("--save-traces", save_traces_path),
+        ("--html", html_path),
+        ("--junit", junit_path),
+        ("--markdown", markdown_path),
+    )
+    _check_output_folders(outputs)
+    jobs, traces = _load_inputs(eval_sets, config_path, traces_paths)
     agent = None
     if agent_spec:
         agent = AgentSettings(
@@ -312,14 +414,38 @@ def eval_command(
         max_attempts=judge_attempts,
         cache=not no_cache,
     )
-    results = evaluate_sync(
+    settings = run_config(
         jobs,
-        None if agent else traces,
-        agent=agent,
-        concurrency=concurrency,
-        judges=judges,
-        on_inference=lambda _job, done: saved.extend(done),
+        traces=traces_paths,
+        agent=agent_spec,
+        num_runs=num_runs,
+        mock_tools=mock_tools,
+        judge_model=judge_model,
     )
+    with recorded(
+        settings, eval_sets, enabled=history, history_file=history_file, resume=resume
+    ) as recording:
+        runs = agent.inference.num_runs if agent else 1
+        total = sum(len(job.loaded.eval_set.eval_cases) for job in jobs) * runs
+        progress = RunProgress(_console(stderr=True), max(total - len(recording.done), 0))
+
+        def on_case(job: EvalSetJob, result: EvalCaseResult) -> None:
+            recording.on_case(job, result)
+            if show_progress:
+                progress.case_done(job, result)
+
+        with progress if show_progress else contextlib.nullcontext():
+            results = evaluate_sync(
+                jobs,
+                None if agent else traces,
+                agent=agent,
+                concurrency=concurrency,
+                judges=judges,
+                on_inference=lambda _job, done: saved.extend(done),
+                on_case=on_case,
+                done=recording.done,
+            )
+        recording.finish(results)
     if save_traces_path:
         write_traces(Path(save_traces_path), saved)
         console.print(f"traces written to {escape(save_traces_path)}")
@@ -328,6 +454,9 @@ def eval_command(
     if output_path:
         _write_output(Path(output_path), results)
         console.print(f"results written to {escape(output_path)}")
+    _write_reports(console, results, html_path, junit_path, markdown_path)
+    if recording.recorded:
+        console.print(f"[dim]recorded as run {recording.run} (assay show {recording.run})[/]")
     unevaluated = _unevaluated_in_passed_cases(results)
     if unevaluated:
         console.print(
@@ -366,6 +495,10 @@ def validate_command(files: tuple[str, ...]) -> None:
             problems.extend(exc.problems)
     if problems:
         raise InputError(problems)
+
+
+for _command in (runs_command, show_command, import_command, report_command, compare):
+    cli.add_command(_command)
 
 
 def _looks_like_config(path: Path) -> bool:

@@ -1,5 +1,22 @@
 """Run history: every run recorded in SQLite, resumable, importable from ADK's results."""
 
+from assay.history.adk_import import import_files
 from assay.history.sources import read_results_file, results_for
+from assay.history.store import (
+    HistoryError,
+    HistoryStore,
+    RunInfo,
+    config_hash,
+    default_history_path,
+)
 
-__all__ = ["read_results_file", "results_for"]
+__all__ = [
+    "HistoryError",
+    "HistoryStore",
+    "RunInfo",
+    "config_hash",
+    "default_history_path",
+    "import_files",
+    "read_results_file",
+    "results_for",
+]

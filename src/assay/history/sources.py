@@ -1,6 +1,6 @@
 """Where a finished run's results come from: a results file, or a run id in the history.
 
-``assay report``, ``assay show`` and ``assay compare`` take either; :func:`results_for` reads
+``assay report``, ``assay show`` and ``assay compare`` take either (``latest`` is the newest run); :func:`results_for` reads
 both. A results file is what ``assay eval --output`` writes (one ``EvalSetResult`` object, or a
 list for several eval sets) or ADK's ``.evalset_result.json`` (including the legacy
 double-encoded form).
@@ -41,11 +41,24 @@ def read_results_file(path: Path) -> list[EvalSetResult]:
         raise InputError(problems) from None
 
 
-def results_for(source: str) -> list[EvalSetResult]:
-    """The results ``source`` names: an existing file, else a run id in the history."""
+def results_for(source: str, history: Path | None = None) -> list[EvalSetResult]:
+    """The results ``source`` names: an existing file, else a run in the history (an id, an
+    id's unique beginning, or ``latest``) at ``history`` (default: ``$ASSAY_HISTORY``, else
+    ``.assay/history.sqlite`` beside the response cache)."""
+    from assay.history.store import HistoryError, HistoryStore, default_history_path
+
     path = Path(source)
     if path.is_file():
         return read_results_file(path)
-    raise InputError(
-        [Problem(source, "", "no such results file, and run ids are not recorded yet")]
-    )
+    if path.suffix.lower() == ".json" or path.parent != Path("."):
+        raise InputError([Problem(source, "", "no such results file")])
+    store_path = history or default_history_path()
+    if not store_path.is_file():
+        raise InputError(
+            [Problem(source, "", f"no such results file, and no run history at {store_path}")]
+        )
+    try:
+        with HistoryStore(store_path) as store:
+            return store.results(source)
+    except HistoryError as exc:
+        raise InputError([Problem(source, "", f"no such results file; {exc}")]) from None

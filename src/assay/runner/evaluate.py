@@ -42,6 +42,10 @@ class EvalSetJob:
 
 CaseCallback = Callable[[EvalSetJob, EvalCaseResult], None]
 
+DoneCases = Mapping[tuple[str, str, int], EvalCaseResult]
+"""Case results a resumed run already has, by eval set id, eval id and run number: those cases
+are neither run through the agent nor scored again (``assay eval --resume``)."""
+
 
 @dataclass(frozen=True)
 class JudgeSettings:
@@ -152,6 +156,7 @@ async def _evaluate_set(
     on_case: CaseCallback | None,
     judges: JudgeProvider | None,
     started: float | None = None,
+    done: DoneCases | None = None,
 ) -> EvalSetResult:
     started = time.perf_counter() if started is None else started
     eval_set = job.loaded.eval_set
@@ -161,6 +166,9 @@ async def _evaluate_set(
     metrics = configured_metrics(job.config, registry, recording)
 
     async def one(case: EvalCase, attempt: Attempt) -> EvalCaseResult:
+        finished = (done or {}).get((eval_set.eval_set_id, case.eval_id, attempt.run))
+        if finished is not None:
+            return finished
         async with semaphore:
             result = await score_case(
                 eval_set.eval_set_id,
@@ -241,6 +249,7 @@ async def evaluate(
     on_case: CaseCallback | None = None,
     on_inference: Callable[[EvalSetJob, list[CaseInference]], None] | None = None,
     judges: JudgeProvider | JudgeSettings | None = None,
+    done: DoneCases | None = None,
 ) -> list[EvalSetResult]:
     """Score every case of every eval set; one result per set.
 
@@ -248,6 +257,7 @@ async def evaluate(
     result per case and run). ``on_inference`` gets each set's inferences before they are
     scored (``--save-traces``). ``judges`` is a provider to use as it is, or the settings of the
     judge pool this run opens (and closes) itself; by default :class:`JudgeSettings` ``()``.
+    Cases in ``done`` are taken as they are (``on_case`` is not called for them).
     """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
@@ -264,14 +274,24 @@ async def evaluate(
             attempts = _from_traces(traces, job.loaded.eval_set.eval_set_id)
         else:
             simulators = agent.make_simulator or _default_simulators(job, provider)
-            found, inferences = await infer_set(job.loaded.eval_set.eval_cases, agent, simulators)
+            runs = range(1, agent.inference.num_runs + 1)
+            set_id = job.loaded.eval_set.eval_set_id
+            skipped = {
+                c.eval_id: [Attempt(run, None) for run in runs]
+                for c in job.loaded.eval_set.eval_cases
+                if all((set_id, c.eval_id, run) in (done or {}) for run in runs)
+            }
+            pending = [c for c in job.loaded.eval_set.eval_cases if c.eval_id not in skipped]
+            found, inferences = await infer_set(pending, agent, simulators)
             if on_inference is not None:
                 on_inference(job, inferences)
 
             def attempts(case: EvalCase) -> list[Attempt]:
-                return found.get(case.eval_id, [])
+                return skipped.get(case.eval_id) or found.get(case.eval_id, [])
 
-        return await _evaluate_set(job, attempts, registry, semaphore, on_case, provider, started)
+        return await _evaluate_set(
+            job, attempts, registry, semaphore, on_case, provider, started, done
+        )
 
     async def run(provider: JudgeProvider | None) -> list[EvalSetResult]:
         return [await one_set(job, provider) for job in jobs]
@@ -307,6 +327,7 @@ def evaluate_sync(
     on_case: CaseCallback | None = None,
     on_inference: Callable[[EvalSetJob, list[CaseInference]], None] | None = None,
     judges: JudgeProvider | JudgeSettings | None = None,
+    done: DoneCases | None = None,
 ) -> list[EvalSetResult]:
     """:func:`evaluate` for code that is not async."""
     return asyncio.run(
@@ -319,5 +340,6 @@ def evaluate_sync(
             on_case=on_case,
             on_inference=on_inference,
             judges=judges,
+            done=done,
         )
     )

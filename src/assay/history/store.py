@@ -1,0 +1,540 @@
+"""The run history: every ``assay eval`` run and each of its case results, in one SQLite file.
+
+The file is ``.assay/history.sqlite`` beside the response cache (``$ASSAY_CACHE_DIR``), or
+``$ASSAY_HISTORY``. It is opened in WAL mode with ``synchronous=NORMAL``: a committed case
+survives the process being killed (only a power cut may lose the last commits), and readers
+(``assay runs`` while a run goes on) never block the writer.
+
+Schema version 1 (``PRAGMA user_version``):
+
+``runs``
+    one row per run: id (``20261122-041500-ab12``: UTC start time and four random hex digits, so
+    ids sort by time), start and end, status (``running``, ``finished``, ``interrupted``), where
+    it came from (``assay`` or ``adk`` for an imported file), the eval set paths, the run's
+    config as JSON and its sha256, the judge models, assay's version, the git commit of the
+    working directory, and the host and process that wrote it (a ``running`` run whose process
+    is gone reads as ``interrupted``).
+``run_sets``
+    one row per eval set of a finished run: its ``EvalSetResult`` without the case results, and
+    the order of its cases.
+``case_results``
+    one row per case and run number, written in its own transaction as soon as the case
+    finishes: the status, the tokens its judges used, and the ``EvalCaseResult`` JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import socket
+import sqlite3
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from pydantic import ValidationError
+
+from assay._version import __version__
+from assay.errors import AssayError
+from assay.llm.cache import ResponseCache
+from assay.metrics.base import EvalStatus
+from assay.results.model import EvalCaseResult, EvalSetResult, SetNotes
+
+HISTORY_FILE = "history.sqlite"
+SCHEMA_VERSION = 1
+LATEST = "latest"
+
+CaseKey = tuple[str, str, int]
+"""A case result's place in a run: eval set id, eval id, run number."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    started REAL NOT NULL,
+    finished REAL,
+    status TEXT NOT NULL,
+    source TEXT NOT NULL,
+    eval_sets TEXT NOT NULL,
+    config TEXT NOT NULL,
+    config_hash TEXT NOT NULL,
+    judges TEXT NOT NULL,
+    assay_version TEXT NOT NULL,
+    git_commit TEXT,
+    host TEXT,
+    pid INTEGER,
+    tokens INTEGER
+);
+CREATE TABLE IF NOT EXISTS run_sets (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    eval_set_id TEXT NOT NULL,
+    header TEXT NOT NULL,
+    case_order TEXT NOT NULL,
+    PRIMARY KEY (run_id, position)
+);
+CREATE TABLE IF NOT EXISTS case_results (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    eval_set_id TEXT NOT NULL,
+    eval_id TEXT NOT NULL,
+    run_number INTEGER NOT NULL,
+    status INTEGER NOT NULL,
+    tokens INTEGER NOT NULL,
+    written REAL NOT NULL,
+    result TEXT NOT NULL,
+    PRIMARY KEY (run_id, eval_set_id, eval_id, run_number)
+);
+CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
+"""
+
+
+class HistoryError(AssayError):
+    """The history file cannot be used, or a run it was asked for is not in it."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One run as ``assay runs`` lists it."""
+
+    id: str
+    started: float
+    finished: float | None
+    status: str
+    source: str
+    eval_sets: list[str]
+    config: dict[str, Any]
+    config_hash: str
+    judges: list[str]
+    assay_version: str
+    git_commit: str | None
+    passed: int
+    failed: int
+    not_evaluated: int
+    tokens: int
+
+    @property
+    def cases(self) -> int:
+        """Case results recorded (every run number counts)."""
+        return self.passed + self.failed + self.not_evaluated
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passed over recorded cases; None when none is recorded."""
+        return self.passed / self.cases if self.cases else None
+
+
+def default_history_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$ASSAY_HISTORY``, else ``history.sqlite`` beside the response cache
+    (``$ASSAY_CACHE_DIR``, else ``.assay`` in the current folder)."""
+    source = os.environ if env is None else env
+    explicit = source.get("ASSAY_HISTORY")
+    if explicit:
+        return Path(explicit)
+    return ResponseCache.default_path(source).parent / HISTORY_FILE
+
+
+def config_hash(config: Mapping[str, Any]) -> str:
+    """sha256 of the config's canonical JSON (sorted keys, no spaces)."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def new_run_id(now: float | None = None) -> str:
+    """``YYYYMMDD-HHMMSS-xxxx`` (UTC), sortable by start time."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
+    return f"{stamp}-{secrets.token_hex(2)}"
+
+
+def git_commit(cwd: Path | None = None) -> str | None:
+    """``git rev-parse HEAD`` in ``cwd``; None outside a repository or without git."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and commit else None
+
+
+def case_tokens(result: EvalCaseResult) -> int:
+    """Tokens the case's judges and simulated user used."""
+    tokens = sum(notes.usage.total_tokens for notes in result.assay.metrics.values())
+    if result.assay.simulator_usage is not None:
+        tokens += result.assay.simulator_usage.total_tokens
+    return tokens
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, but not ours
+        return True
+    return True
+
+
+class HistoryStore:
+    """The history file, opened (and created, with its folder) on first use.
+
+    One connection, guarded by a lock so threads may share the store; use as a context manager
+    or call :meth:`close`.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._db: sqlite3.Connection | None = None
+        self._lock = threading.RLock()
+
+    def __enter__(self) -> HistoryStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection (a later call opens it again)."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    # -- connection -----------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._db is not None:
+            return self._db
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise HistoryError(f"{self.path}: cannot open the run history: {exc}") from None
+        try:
+            self._prepare(db)
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise HistoryError(
+                f"{self.path}: not a usable run history ({exc}); move it away or set "
+                "ASSAY_HISTORY to another file"
+            ) from None
+        self._db = db
+        return db
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        db.execute("PRAGMA busy_timeout = 5000")
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("PRAGMA foreign_keys = ON")
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise sqlite3.DatabaseError(
+                f"schema version {version} is newer than this assay's ({SCHEMA_VERSION})"
+            )
+        if version < SCHEMA_VERSION:
+            db.executescript(f"BEGIN; {_SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            db = self._connection()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def _write(self, sql: str, params: Sequence[Any]) -> None:
+        try:
+            with self._transaction() as db:
+                db.execute(sql, params)
+        except sqlite3.Error as exc:
+            raise HistoryError(f"{self.path}: cannot write the run history: {exc}") from None
+
+    # -- writing --------------------------------------------------------------------------
+
+    def start_run(
+        self,
+        eval_sets: Sequence[str],
+        config: Mapping[str, Any],
+        *,
+        judges: Sequence[str] = (),
+        source: str = "assay",
+        started: float | None = None,
+        commit: str | None = None,
+        run_id: str | None = None,
+        config_digest: str | None = None,
+    ) -> str:
+        """Record a new run as ``running``; its id."""
+        started = time.time() if started is None else started
+        run_id = run_id or new_run_id(started)
+        self._write(
+            "INSERT INTO runs (id, started, status, source, eval_sets, config, config_hash, "
+            "judges, assay_version, git_commit, host, pid) "
+            "VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                started,
+                source,
+                json.dumps(list(eval_sets)),
+                json.dumps(config, sort_keys=True),
+                config_digest or config_hash(config),
+                json.dumps(list(judges)),
+                __version__,
+                commit,
+                socket.gethostname(),
+                os.getpid(),
+            ),
+        )
+        return run_id
+
+    def reopen(self, run_id: str) -> None:
+        """Mark a run ``running`` again, by this process (``--resume``)."""
+        self._write(
+            "UPDATE runs SET status = 'running', finished = NULL, host = ?, pid = ? WHERE id = ?",
+            (socket.gethostname(), os.getpid(), run_id),
+        )
+
+    def record_case(self, run_id: str, result: EvalCaseResult) -> None:
+        """Write one case result in its own transaction (replacing an earlier one)."""
+        text = result.model_dump_json(exclude_none=True)  # outside the lock
+        self._write(
+            "INSERT OR REPLACE INTO case_results (run_id, eval_set_id, eval_id, run_number, "
+            "status, tokens, written, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                result.eval_set_id,
+                result.eval_id,
+                result.assay.run,
+                int(result.final_eval_status),
+                case_tokens(result),
+                time.time(),
+                text,
+            ),
+        )
+
+    def finish_run(
+        self,
+        run_id: str,
+        results: Sequence[EvalSetResult],
+        *,
+        status: str = "finished",
+        finished: float | None = None,
+    ) -> None:
+        """Store the set results' headers and case order, the judges and tokens, and the end."""
+        judges = sorted(
+            {
+                info.model
+                for result in results
+                if result.assay is not None
+                for info in result.assay.judges.values()
+                if info.model
+            }
+        )
+        tokens = sum(
+            usage.total_tokens
+            for result in results
+            if result.assay is not None
+            for usage in result.assay.usage.values()
+        )
+        try:
+            with self._transaction() as db:
+                db.execute("DELETE FROM run_sets WHERE run_id = ?", (run_id,))
+                for position, result in enumerate(results):
+                    order = [[c.eval_id, c.assay.run] for c in result.eval_case_results]
+                    header = result.model_dump_json(
+                        exclude={"eval_case_results"}, exclude_none=True
+                    )
+                    db.execute(
+                        "INSERT INTO run_sets VALUES (?, ?, ?, ?, ?)",
+                        (run_id, position, result.eval_set_id, header, json.dumps(order)),
+                    )
+                db.execute(
+                    "UPDATE runs SET status = ?, finished = ?, tokens = ?, "
+                    "judges = CASE WHEN ? = '[]' THEN judges ELSE ? END WHERE id = ?",
+                    (
+                        status,
+                        time.time() if finished is None else finished,
+                        tokens,
+                        json.dumps(judges),
+                        json.dumps(judges),
+                        run_id,
+                    ),
+                )
+        except sqlite3.Error as exc:
+            raise HistoryError(f"{self.path}: cannot write the run history: {exc}") from None
+
+    def mark(self, run_id: str, status: str) -> None:
+        """Set a run's status (``interrupted`` when a run stops early)."""
+        self._write(
+            "UPDATE runs SET status = ?, finished = ? WHERE id = ?", (status, time.time(), run_id)
+        )
+
+    # -- reading --------------------------------------------------------------------------
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            with self._lock:
+                return list(self._connection().execute(sql, params).fetchall())
+        except sqlite3.Error as exc:
+            raise HistoryError(f"{self.path}: cannot read the run history: {exc}") from None
+
+    def runs(self, limit: int | None = None) -> list[RunInfo]:
+        """Runs, newest first."""
+        rows = self._read(
+            f"{_RUN_QUERY} GROUP BY r.id ORDER BY r.started DESC, r.id DESC LIMIT ?",
+            (-1 if limit is None else limit,),
+        )
+        return [self._info(row) for row in rows]
+
+    def run_ids(self) -> list[str]:
+        """Every run id, oldest first."""
+        return [str(row[0]) for row in self._read("SELECT id FROM runs ORDER BY started, id")]
+
+    def find(self, ref: str) -> RunInfo | None:
+        """The run ``ref`` names: an id, ``latest``, or an id's unique beginning."""
+        if ref == LATEST:
+            found = self.runs(limit=1)
+            return found[0] if found else None
+        rows = self._read(f"{_RUN_QUERY} WHERE r.id = ? GROUP BY r.id", (ref,))
+        if not rows:
+            rows = self._read(
+                f"{_RUN_QUERY} WHERE r.id LIKE ? ESCAPE '\\' GROUP BY r.id", (_prefix(ref),)
+            )
+        return self._info(rows[0]) if len(rows) == 1 else None
+
+    def get(self, ref: str) -> RunInfo:
+        """:meth:`find`, or a :class:`HistoryError` saying what is there."""
+        found = self.find(ref)
+        if found is not None:
+            return found
+        if ref == LATEST:
+            raise HistoryError(f"{self.path}: no run recorded yet")
+        many = self._read("SELECT id FROM runs WHERE id LIKE ? ESCAPE '\\'", (_prefix(ref),))
+        if len(many) > 1:
+            names = ", ".join(str(r[0]) for r in many[:5])
+            raise HistoryError(f"run '{ref}' is ambiguous in {self.path}: {names}")
+        raise HistoryError(f"no run '{ref}' in {self.path} (`assay runs` lists them)")
+
+    def find_import(self, digest: str) -> str | None:
+        """The run an earlier import of the same file (by content hash) made."""
+        rows = self._read(
+            "SELECT id FROM runs WHERE source = 'adk' AND config_hash = ? LIMIT 1", (digest,)
+        )
+        return str(rows[0][0]) if rows else None
+
+    def case_results(self, run_id: str) -> dict[CaseKey, EvalCaseResult]:
+        """The run's recorded case results, in the order they were written."""
+        rows = self._read(
+            "SELECT eval_set_id, eval_id, run_number, result FROM case_results "
+            "WHERE run_id = ? ORDER BY written, rowid",
+            (run_id,),
+        )
+        found: dict[CaseKey, EvalCaseResult] = {}
+        for set_id, eval_id, run, text in rows:
+            try:
+                found[(set_id, eval_id, run)] = EvalCaseResult.model_validate_json(text)
+            except ValidationError as exc:
+                raise HistoryError(
+                    f"{self.path}: run {run_id}, case {eval_id}: unreadable result ({exc.error_count()} problem(s))"
+                ) from None
+        return found
+
+    def results(self, ref: str) -> list[EvalSetResult]:
+        """The run's eval-set results, as ``assay eval --output`` would have written them."""
+        info = self.get(ref)
+        cases = self.case_results(info.id)
+        results: list[EvalSetResult] = []
+        for set_id, header, order in self._read(
+            "SELECT eval_set_id, header, case_order FROM run_sets WHERE run_id = ? "
+            "ORDER BY position",
+            (info.id,),
+        ):
+            result = EvalSetResult.model_validate_json(header)
+            keys = [(set_id, eval_id, run) for eval_id, run in json.loads(order)]
+            result.eval_case_results = [cases.pop(k) for k in keys if k in cases]
+            results.append(result)
+        return results + _unfinished_sets(info, cases)
+
+    def _info(self, row: tuple[Any, ...]) -> RunInfo:
+        status = str(row[3])
+        host, pid = row[11], row[12]
+        if status == "running" and host == socket.gethostname() and pid and not _pid_alive(pid):
+            status = "interrupted"
+        return RunInfo(
+            id=row[0],
+            started=row[1],
+            finished=row[2],
+            status=status,
+            source=row[4],
+            eval_sets=json.loads(row[5]),
+            config=json.loads(row[6]),
+            config_hash=row[7],
+            judges=json.loads(row[8]),
+            assay_version=row[9],
+            git_commit=row[10],
+            passed=int(row[14] or 0),
+            failed=int(row[15] or 0),
+            not_evaluated=int(row[16] or 0),
+            tokens=int(row[13] if row[13] is not None else (row[17] or 0)),
+        )
+
+
+_RUN_QUERY = f"""
+SELECT r.id, r.started, r.finished, r.status, r.source, r.eval_sets, r.config, r.config_hash,
+       r.judges, r.assay_version, r.git_commit, r.host, r.pid, r.tokens,
+       SUM(c.status = {int(EvalStatus.PASSED)}), SUM(c.status = {int(EvalStatus.FAILED)}),
+       SUM(c.status NOT IN ({int(EvalStatus.PASSED)}, {int(EvalStatus.FAILED)})),
+       SUM(c.tokens)
+FROM runs r LEFT JOIN case_results c ON c.run_id = r.id
+"""
+
+
+def _prefix(ref: str) -> str:
+    escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"
+
+
+def _unfinished_sets(info: RunInfo, cases: Mapping[CaseKey, EvalCaseResult]) -> list[EvalSetResult]:
+    """Set results for case results no finished set lists (a run that did not finish)."""
+    from assay.runner.evaluate import summarize
+
+    by_set: dict[str, list[EvalCaseResult]] = {}
+    for (set_id, _, _), case in cases.items():
+        by_set.setdefault(set_id, []).append(case)
+    paths = {s.get("eval_set_id"): s.get("path") for s in info.config.get("sets", [])}
+    return [
+        EvalSetResult(
+            eval_set_result_id=f"{info.id}_{set_id}",
+            eval_set_result_name=f"{info.id}_{set_id}".replace("/", "_"),
+            eval_set_id=set_id,
+            eval_case_results=found,
+            creation_timestamp=info.started,
+            assay=SetNotes(
+                version=info.assay_version,
+                eval_set_path=paths.get(set_id),
+                summary=summarize(found),
+                warnings=[f"run {info.id} is {info.status}: these are the cases it recorded"],
+            ),
+        )
+        for set_id, found in by_set.items()
+    ]

@@ -1,0 +1,158 @@
+"""The history store: runs and case results survive, read back as they were written."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from assay.history.store import (
+    SCHEMA_VERSION,
+    HistoryError,
+    HistoryStore,
+    config_hash,
+    default_history_path,
+    git_commit,
+    new_run_id,
+)
+from assay.llm.base import TokenUsage
+from assay.metrics.base import EvalStatus
+from assay.metrics.notes import MetricNotes
+from assay.results.model import CaseNotes, EvalCaseResult, EvalSetResult, SetNotes
+
+CONFIG = {"sets": [{"path": "a.evalset.json", "eval_set_id": "s"}], "judge_model": None}
+
+
+def case(eval_id: str, status: EvalStatus = EvalStatus.PASSED, run: int = 1) -> EvalCaseResult:
+    notes = CaseNotes(run=run, metrics={"m": MetricNotes(usage=TokenUsage(prompt_tokens=7))})
+    return EvalCaseResult(eval_set_id="s", eval_id=eval_id, final_eval_status=status, assay=notes)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> HistoryStore:
+    with HistoryStore(tmp_path / "deep" / "history.sqlite") as opened:
+        yield opened  # type: ignore[misc]
+
+
+def test_a_case_result_reads_back_equal_and_counts_in_the_run(store: HistoryStore) -> None:
+    run = store.start_run(["a.evalset.json"], CONFIG)
+    store.record_case(run, case("one"))
+    store.record_case(run, case("two", EvalStatus.FAILED))
+    store.record_case(run, case("two", EvalStatus.NOT_EVALUATED, run=2))
+
+    assert store.case_results(run)[("s", "one", 1)] == case("one")
+    info = store.get(run)
+    assert (info.passed, info.failed, info.not_evaluated, info.tokens) == (1, 1, 1, 21)
+    assert info.status == "running"
+    assert info.config == CONFIG and info.config_hash == config_hash(CONFIG)
+
+
+def test_a_finished_run_reads_back_its_sets_in_case_order(store: HistoryStore) -> None:
+    run = store.start_run(["a.evalset.json"], CONFIG)
+    cases = [case("b"), case("a", EvalStatus.FAILED)]
+    for written in reversed(cases):
+        store.record_case(run, written)
+    result = EvalSetResult(
+        eval_set_result_id="r",
+        eval_set_id="s",
+        eval_case_results=cases,
+        assay=SetNotes(version="1", usage={"m": TokenUsage(prompt_tokens=14)}),
+    )
+    store.finish_run(run, [result])
+
+    assert store.results(run) == [result]
+    assert store.get(run).status == "finished"
+    assert store.get(run).tokens == 14
+
+
+def test_an_unfinished_run_reads_back_the_cases_it_recorded(store: HistoryStore) -> None:
+    run = store.start_run(["a.evalset.json"], CONFIG)
+    store.record_case(run, case("one"))
+
+    [result] = store.results(run)
+
+    assert [c.eval_id for c in result.eval_case_results] == ["one"]
+    assert result.assay is not None and result.assay.summary.passed == 1
+    assert result.assay.eval_set_path == "a.evalset.json"
+
+
+def test_a_recorded_case_is_replaced_when_written_again(store: HistoryStore) -> None:
+    run = store.start_run([], CONFIG)
+    store.record_case(run, case("one", EvalStatus.FAILED))
+    store.record_case(run, case("one"))
+
+    assert list(store.case_results(run).values()) == [case("one")]
+
+
+def test_runs_are_found_by_id_prefix_and_latest(store: HistoryStore) -> None:
+    first = store.start_run([], CONFIG, started=1_000, run_id="20000101-000000-aaaa")
+    second = store.start_run([], CONFIG, started=2_000, run_id="20000101-000001-bbbb")
+
+    assert store.get("latest").id == second
+    assert store.get("20000101-000000").id == first
+    assert [r.id for r in store.runs()] == [second, first]
+    with pytest.raises(HistoryError, match=r"ambiguous.*aaaa.*bbbb"):
+        store.get("2000")
+    with pytest.raises(HistoryError, match=r"no run 'nope'.*assay runs"):
+        store.get("nope")
+
+
+def test_an_empty_history_has_no_latest_run(store: HistoryStore) -> None:
+    with pytest.raises(HistoryError, match="no run recorded yet"):
+        store.get("latest")
+
+
+def test_a_running_run_whose_process_is_gone_reads_as_interrupted(
+    store: HistoryStore,
+) -> None:
+    run = store.start_run([], CONFIG)
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    store._connection().execute("UPDATE runs SET pid = ? WHERE id = ?", (int(gone.stdout), run))
+
+    assert store.get(run).status == "interrupted"
+
+
+def test_the_history_is_a_wal_database_of_the_current_schema(store: HistoryStore) -> None:
+    store.start_run([], CONFIG)
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    db.close()
+
+
+def test_a_file_that_is_not_a_database_is_reported_with_its_path(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite"
+    path.write_text("not a database " * 100)
+    with HistoryStore(path) as store, pytest.raises(HistoryError, match="not a usable run history"):
+        store.runs()
+
+
+def test_a_history_from_a_newer_assay_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite"
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+    with HistoryStore(path) as store, pytest.raises(HistoryError, match="newer"):
+        store.runs()
+
+
+def test_the_history_lives_beside_the_cache_unless_assay_history_says(tmp_path: Path) -> None:
+    assert default_history_path({"ASSAY_CACHE_DIR": str(tmp_path)}) == tmp_path / "history.sqlite"
+    assert default_history_path({"ASSAY_HISTORY": "/x/h.db"}) == Path("/x/h.db")
+
+
+def test_run_ids_sort_by_start_time() -> None:
+    ids = [new_run_id(t) for t in (1_000_000_000, 1_000_000_001, 2_000_000_000)]
+    assert ids == sorted(ids) and ids[0].startswith("20010909-014640-")
+
+
+def test_git_commit_is_none_outside_a_repository(tmp_path: Path) -> None:
+    assert git_commit(tmp_path) is None
