@@ -30,10 +30,10 @@ from assay.evalset.io import load_eval_set
 from assay.metrics.base import EvalStatus
 from assay.report.console import print_results
 from assay.report.progress import RunProgress
-from assay.results.model import EvalCaseResult, EvalSetResult, RunSummary
+from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.results.traces import Traces, load_traces
 from assay.runner.agent_run import AgentSettings, write_traces
-from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate_sync
+from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate_sync, summarize
 from assay.runner.inference import CaseInference, InferenceSettings
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -158,26 +158,14 @@ def _write_reports(
         console.print(f"{what} written to {escape(path)}")
 
 
-def _total(results: Sequence[EvalSetResult]) -> RunSummary:
-    total = RunSummary()
-    for result in results:
-        if result.assay is not None:
-            total.passed += result.assay.summary.passed
-            total.failed += result.assay.summary.failed
-            total.not_evaluated += result.assay.summary.not_evaluated
-    return total
-
-
 def _unevaluated_in_passed_cases(results: Sequence[EvalSetResult]) -> int:
-    """Metrics that were configured but not evaluated in cases that still passed (ADK's rule)."""
+    """Applicable metrics not evaluated in cases that still passed (ADK counts the case as
+    passed; the exit code does not)."""
     return sum(
-        1
+        len(case.unevaluated_metrics())
         for result in results
         for case in result.eval_case_results
         if case.final_eval_status is EvalStatus.PASSED
-        for row in case.overall_eval_metric_results
-        if row.eval_status is EvalStatus.NOT_EVALUATED
-        and row.metric_name not in case.assay.not_applicable
     )
 
 
@@ -449,7 +437,7 @@ def eval_command(
     if save_traces_path:
         write_traces(Path(save_traces_path), saved)
         console.print(f"traces written to {escape(save_traces_path)}")
-    summary = _total(results)
+    summary = summarize([case for result in results for case in result.eval_case_results])
     print_results(console, results, summary, detailed=print_detailed_results)
     if output_path:
         _write_output(Path(output_path), results)

@@ -81,6 +81,20 @@ class EvalCaseResult(AssayModel):
     user_id: str | None = None
     assay: CaseNotes = Field(default_factory=CaseNotes)
 
+    def unevaluated_metrics(self) -> list[str]:
+        """The configured metrics that apply to this case and have no verdict (informational
+        metrics and those in ``assay.not_applicable`` do not count)."""
+        return [
+            row.metric_name
+            for row in self.overall_eval_metric_results
+            if row.eval_status is EvalStatus.NOT_EVALUATED
+            and row.metric_name not in self.assay.not_applicable
+        ]
+
+    def passed_cleanly(self) -> bool:
+        """PASSED, with every applicable metric evaluated: what a CI gate counts as passed."""
+        return self.final_eval_status is EvalStatus.PASSED and not self.unevaluated_metrics()
+
 
 class RunSummary(AssayModel):
     """How many cases passed, failed and were not evaluated."""

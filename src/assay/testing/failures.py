@@ -124,16 +124,12 @@ def _applicable(case: EvalCaseResult, row: EvalMetricResult) -> bool:
 
 def unevaluated_metrics(case: EvalCaseResult) -> list[str]:
     """The applicable metrics a case result has no verdict for."""
-    return [
-        row.metric_name
-        for row in case.overall_eval_metric_results
-        if _applicable(case, row) and row.eval_status is EvalStatus.NOT_EVALUATED
-    ]
+    return case.unevaluated_metrics()
 
 
 def case_passed(case: EvalCaseResult) -> bool:
-    """PASSED, with every applicable metric evaluated."""
-    return case.final_eval_status is EvalStatus.PASSED and not unevaluated_metrics(case)
+    """PASSED, with every applicable metric evaluated (the CLI's exit code uses the same rule)."""
+    return case.passed_cleanly()
 
 
 def failing_cases(results: Sequence[EvalSetResult]) -> list[tuple[EvalSetResult, EvalCaseResult]]:
