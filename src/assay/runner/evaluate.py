@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from assay._async import run_sync
 from assay._version import __version__
 from assay.config import INFORMATIONAL_METRICS, BaseCriterion, EvalConfig, default_config
 from assay.evalset.case import EvalCase
@@ -330,7 +331,7 @@ def evaluate_sync(
     done: DoneCases | None = None,
 ) -> list[EvalSetResult]:
     """:func:`evaluate` for code that is not async."""
-    return asyncio.run(
+    return run_sync(
         evaluate(
             jobs,
             traces,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from assay._async import run_sync
 from assay.agents.base import Agent, AgentFactory, CaseContext
 from assay.agents.spec import factory_for, is_adk_agent, resolve_agent
 from assay.config import EvalConfig, default_config, load_config, parse_config
@@ -324,7 +325,7 @@ def evaluate_agent(
             "evaluate_agent() cannot run inside a running event loop; "
             "use `await aevaluate_agent(...)` there"
         )
-    return asyncio.run(
+    return run_sync(
         aevaluate_agent(
             agent,
             eval_set,

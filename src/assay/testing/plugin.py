@@ -22,7 +22,6 @@ Without an agent from any of these the plugin collects nothing and changes nothi
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from assay._async import run_sync
 from assay.agents.base import AgentFactory
 from assay.errors import AssayError, InputError, Problem
 from assay.evalset.io import CONFIG_FILE
@@ -212,7 +212,7 @@ class EvalCaseItem(pytest.Item):
         factory = _factory(self.config, self.agent)
         job = only_cases(self.job, lambda i, _case: i == self.index)
         settings = self.config.stash[_SETTINGS]
-        results = asyncio.run(run_jobs([job], factory, settings, whole_sets=[self.job]))
+        results = run_sync(run_jobs([job], factory, settings, whole_sets=[self.job]))
         assert_passed(results)
 
     def repr_failure(
