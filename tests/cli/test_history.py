@@ -17,8 +17,9 @@ from _judges import approve
 from _support import Example, RunCli
 
 from assay.evalset.io import load_eval_set
+from assay.history.records import default_history_path
 from assay.history.sources import read_results_file, results_for
-from assay.history.store import HistoryStore, default_history_path
+from assay.history.store import HistoryStore
 from assay.results.model import EvalSetResult
 
 
@@ -261,3 +262,44 @@ def test_a_run_killed_halfway_resumes_to_the_uninterrupted_results_without_calli
     with HistoryStore(store) as opened:
         [info] = opened.runs()
     assert (info.status, info.cases) == ("finished", 5)
+
+
+def test_a_run_reads_back_whole_after_its_input_files_change_or_go(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    evalset = tmp_path / example.evalset.name
+    traces = tmp_path / "traces.json"
+    evalset.write_bytes(example.evalset.read_bytes())
+    (tmp_path / "test_config.json").write_bytes(example.config.read_bytes())
+    traces.write_bytes(example.traces.read_bytes())
+    out = tmp_path / "results.json"
+    assert run_cli("eval", evalset, "--traces", traces, "--output", out).code == 0
+
+    evalset.write_text('{"eval_set_id": "changed", "eval_cases": []}', encoding="utf-8")
+    traces.unlink()
+
+    assert results_for("latest") == read_results_file(out)
+    shown = run_cli("show", "latest")
+    assert shown.code == 0 and "forecast_paris" in shown.out
+
+
+def test_resume_refuses_a_run_stopped_before_its_inputs_were_kept(
+    run_cli: RunCli, example: Example
+) -> None:
+    from assay.history.records import config_hash
+
+    run_cli("eval", example.evalset, "--traces", example.traces)
+    with HistoryStore(history()) as store:
+        [info] = store.runs()
+        unhashed = json.loads(json.dumps(info.config))
+        for entry in unhashed["sets"] + unhashed["inputs"]["traces"]:
+            entry["sha256"] = None
+        db = store._connection()
+        db.execute("DELETE FROM run_inputs")
+        db.execute(
+            "UPDATE runs SET status = 'interrupted', config_hash = ?", (config_hash(unhashed),)
+        )
+
+    resumed = run_cli("eval", example.evalset, "--traces", example.traces, "--resume", "latest")
+
+    assert resumed.code == 2 and "stopped before its input files were recorded" in resumed.err

@@ -9,15 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from assay.history.store import (
-    SCHEMA_VERSION,
+from assay.history.records import (
     HistoryError,
-    HistoryStore,
     config_hash,
     default_history_path,
     git_commit,
     new_run_id,
 )
+from assay.history.store import SCHEMA_VERSION, HistoryStore
 from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
 from assay.metrics.notes import MetricNotes
@@ -156,3 +155,41 @@ def test_run_ids_sort_by_start_time() -> None:
 
 def test_git_commit_is_none_outside_a_repository(tmp_path: Path) -> None:
     assert git_commit(tmp_path) is None
+
+
+def test_a_schema_version_1_history_is_upgraded_and_its_cases_read_back(tmp_path: Path) -> None:
+    from assay.history import store as module
+
+    path = tmp_path / "history.sqlite"
+    version_1 = module._SCHEMA.split("CREATE INDEX IF NOT EXISTS runs_started")[0]
+    db = sqlite3.connect(path)
+    db.executescript(f"{version_1} PRAGMA user_version = 1;")
+    db.execute(
+        "INSERT INTO runs (id, started, status, source, eval_sets, config, config_hash, judges, "
+        "assay_version) VALUES ('old', 1.0, 'finished', 'assay', '[]', '{}', 'h', '[]', '0.1')"
+    )
+    db.execute(
+        "INSERT INTO case_results VALUES ('old', 's', 'one', 1, 1, 7, 1.0, ?)",
+        (case("one").model_dump_json(exclude_none=True),),
+    )
+    db.commit()
+    db.close()
+
+    with HistoryStore(path) as store:
+        assert store.case_results("old") == {("s", "one", 1): case("one")}
+        run = store.start_run([], CONFIG)
+        store.write_cases(run, [])
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    db.close()
+
+
+def test_cases_stored_by_reference_need_the_runs_inputs(store: HistoryStore) -> None:
+    from assay.history.records import case_row
+
+    run = store.start_run([], CONFIG)
+    text = '{"v":2,"k":0,"c":["s","s","one",1,"",null],"s":[],"t":[],"n":[1,0.0],"e":[0,0]}'
+    store.write_cases(run, [case_row(case("one"), text, (0, "[]"))])
+
+    with pytest.raises(HistoryError, match="its input files were not recorded"):
+        store.case_results(run)

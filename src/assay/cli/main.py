@@ -22,7 +22,8 @@ from rich.markup import escape
 from assay._version import __version__
 from assay.agents.spec import resolve_agent
 from assay.cli.compare import compare
-from assay.cli.history import import_command, recorded, run_config, runs_command, show_command
+from assay.cli.history import import_command, runs_command, show_command
+from assay.cli.recording import recorded, run_spec
 from assay.cli.report import report_command
 from assay.config import EvalConfig, default_config, load_config
 from assay.errors import AssayError, InputError
@@ -402,17 +403,16 @@ def eval_command(
         max_attempts=judge_attempts,
         cache=not no_cache,
     )
-    settings = run_config(
+    spec = run_spec(
         jobs,
-        traces=traces_paths,
+        traces,
+        traces_paths=traces_paths,
         agent=agent_spec,
         num_runs=num_runs,
         mock_tools=mock_tools,
         judge_model=judge_model,
     )
-    with recorded(
-        settings, eval_sets, enabled=history, history_file=history_file, resume=resume
-    ) as recording:
+    with recorded(spec, enabled=history, history_file=history_file, resume=resume) as recording:
         runs = agent.inference.num_runs if agent else 1
         total = sum(len(job.loaded.eval_set.eval_cases) for job in jobs) * runs
         progress = RunProgress(_console(stderr=True), max(total - len(recording.done), 0))

@@ -45,7 +45,8 @@ def results_for(source: str, history: Path | None = None) -> list[EvalSetResult]
     """The results ``source`` names: an existing file, else a run in the history (an id, an
     id's unique beginning, or ``latest``) at ``history`` (default: ``$ASSAY_HISTORY``, else
     ``.assay/history.sqlite`` beside the response cache)."""
-    from assay.history.store import HistoryError, HistoryStore, default_history_path
+    from assay.history.records import HistoryError, default_history_path
+    from assay.history.store import HistoryStore
 
     path = Path(source)
     if path.is_file():

@@ -5,7 +5,7 @@ The file is ``.assay/history.sqlite`` beside the response cache (``$ASSAY_CACHE_
 survives the process being killed (only a power cut may lose the last commits), and readers
 (``assay runs`` while a run goes on) never block the writer.
 
-Schema version 1 (``PRAGMA user_version``):
+Schema version 2 (``PRAGMA user_version``):
 
 ``runs``
     one row per run: id (``20261122-041500-ab12``: UTC start time and four random hex digits, so
@@ -18,24 +18,30 @@ Schema version 1 (``PRAGMA user_version``):
     one row per eval set of a finished run: its ``EvalSetResult`` without the case results, and
     the order of its cases.
 ``case_results``
-    one row per case and run number, written in its own transaction as soon as the case
-    finishes: the status, the tokens its judges used, and the ``EvalCaseResult`` JSON.
+    one row per case and run number, committed as soon as the case finishes (by
+    :class:`~assay.history.writer.HistoryWriter`, which commits whatever has finished each time
+    it gets to write): the status, the tokens its judges used, and the case result, compactly,
+    by reference to the run's inputs (:mod:`assay.history.compact`).
+``run_metrics``
+    the metric headers (names, thresholds, criteria) the compact case results refer to.
+``run_inputs`` and ``blobs``
+    the files a run read (eval sets, traces), each file's bytes stored once by sha256
+    (:mod:`assay.history.inputs`).
+
+Schema version 1 had no ``run_metrics``, ``run_inputs`` or ``blobs`` and stored each case
+result as full JSON; such a file is upgraded in place and its case results read as they are.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import secrets
 import socket
 import sqlite3
-import subprocess
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -43,13 +49,22 @@ from typing import Any
 from pydantic import ValidationError
 
 from assay._version import __version__
-from assay.errors import AssayError
-from assay.llm.cache import ResponseCache
+from assay.errors import InputError
+from assay.history.compact import Header, Inputs, RecordError, decode, may_need_inputs, parse_header
+from assay.history.inputs import InputFile, StoredInput, load_stored
+from assay.history.records import (
+    CaseRow,
+    HistoryError,
+    RunInfo,
+    case_row,
+    config_hash,
+    new_run_id,
+    pid_alive,
+)
 from assay.metrics.base import EvalStatus
 from assay.results.model import EvalCaseResult, EvalSetResult, SetNotes
 
-HISTORY_FILE = "history.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 LATEST = "latest"
 
 CaseKey = tuple[str, str, int]
@@ -92,99 +107,26 @@ CREATE TABLE IF NOT EXISTS case_results (
     PRIMARY KEY (run_id, eval_set_id, eval_id, run_number)
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
+CREATE TABLE IF NOT EXISTS run_metrics (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    number INTEGER NOT NULL,
+    header TEXT NOT NULL,
+    PRIMARY KEY (run_id, number)
+);
+CREATE TABLE IF NOT EXISTS blobs (
+    sha256 TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    data BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS run_inputs (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    PRIMARY KEY (run_id, kind, position)
+);
 """
-
-
-class HistoryError(AssayError):
-    """The history file cannot be used, or a run it was asked for is not in it."""
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """One run as ``assay runs`` lists it."""
-
-    id: str
-    started: float
-    finished: float | None
-    status: str
-    source: str
-    eval_sets: list[str]
-    config: dict[str, Any]
-    config_hash: str
-    judges: list[str]
-    assay_version: str
-    git_commit: str | None
-    passed: int
-    failed: int
-    not_evaluated: int
-    tokens: int
-
-    @property
-    def cases(self) -> int:
-        """Case results recorded (every run number counts)."""
-        return self.passed + self.failed + self.not_evaluated
-
-    @property
-    def pass_rate(self) -> float | None:
-        """Passed over recorded cases; None when none is recorded."""
-        return self.passed / self.cases if self.cases else None
-
-
-def default_history_path(env: Mapping[str, str] | None = None) -> Path:
-    """``$ASSAY_HISTORY``, else ``history.sqlite`` beside the response cache
-    (``$ASSAY_CACHE_DIR``, else ``.assay`` in the current folder)."""
-    source = os.environ if env is None else env
-    explicit = source.get("ASSAY_HISTORY")
-    if explicit:
-        return Path(explicit)
-    return ResponseCache.default_path(source).parent / HISTORY_FILE
-
-
-def config_hash(config: Mapping[str, Any]) -> str:
-    """sha256 of the config's canonical JSON (sorted keys, no spaces)."""
-    text = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def new_run_id(now: float | None = None) -> str:
-    """``YYYYMMDD-HHMMSS-xxxx`` (UTC), sortable by start time."""
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
-    return f"{stamp}-{secrets.token_hex(2)}"
-
-
-def git_commit(cwd: Path | None = None) -> str | None:
-    """``git rev-parse HEAD`` in ``cwd``; None outside a repository or without git."""
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = done.stdout.strip()
-    return commit if done.returncode == 0 and commit else None
-
-
-def case_tokens(result: EvalCaseResult) -> int:
-    """Tokens the case's judges and simulated user used."""
-    tokens = sum(notes.usage.total_tokens for notes in result.assay.metrics.values())
-    if result.assay.simulator_usage is not None:
-        tokens += result.assay.simulator_usage.total_tokens
-    return tokens
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # exists, but not ours
-        return True
-    return True
 
 
 class HistoryStore:
@@ -315,22 +257,51 @@ class HistoryStore:
         )
 
     def record_case(self, run_id: str, result: EvalCaseResult) -> None:
-        """Write one case result in its own transaction (replacing an earlier one)."""
-        text = result.model_dump_json(exclude_none=True)  # outside the lock
-        self._write(
-            "INSERT OR REPLACE INTO case_results (run_id, eval_set_id, eval_id, run_number, "
-            "status, tokens, written, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                run_id,
-                result.eval_set_id,
-                result.eval_id,
-                result.assay.run,
-                int(result.final_eval_status),
-                case_tokens(result),
-                time.time(),
-                text,
-            ),
-        )
+        """Write one case result, in full, in its own transaction (replacing an earlier one)."""
+        self.write_cases(run_id, [case_row(result, result.model_dump_json(exclude_none=True))])
+
+    def write_cases(self, run_id: str, rows: Sequence[CaseRow]) -> None:
+        """Write finished cases, and the metric headers they introduce, in one transaction."""
+        headers = [(run_id, *row.header) for row in rows if row.header is not None]
+        values = [
+            (run_id, r.eval_set_id, r.eval_id, r.run, r.status, r.tokens, r.written, r.text)
+            for r in rows
+        ]
+        try:
+            with self._transaction() as db:
+                db.executemany("INSERT OR REPLACE INTO run_metrics VALUES (?, ?, ?)", headers)
+                db.executemany(
+                    "INSERT OR REPLACE INTO case_results (run_id, eval_set_id, eval_id, "
+                    "run_number, status, tokens, written, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    values,
+                )
+        except sqlite3.Error as exc:
+            raise HistoryError(f"{self.path}: cannot write the run history: {exc}") from None
+
+    def store_inputs(
+        self, run_id: str, stored: Sequence[StoredInput], config: Mapping[str, Any]
+    ) -> None:
+        """Keep the run's input files (each file's bytes once, by sha256) and its config, now
+        with the files' hashes."""
+        try:
+            with self._transaction() as db:
+                for item in stored:
+                    known = db.execute("SELECT 1 FROM blobs WHERE sha256 = ?", (item.sha256,))
+                    if known.fetchone() is None:
+                        db.execute(
+                            "INSERT INTO blobs VALUES (?, ?, ?)",
+                            (item.sha256, len(item.data), item.data),
+                        )
+                    db.execute(
+                        "INSERT OR REPLACE INTO run_inputs VALUES (?, ?, ?, ?, ?)",
+                        (run_id, item.file.kind, item.file.position, item.file.path, item.sha256),
+                    )
+                db.execute(
+                    "UPDATE runs SET config = ?, config_hash = ? WHERE id = ?",
+                    (json.dumps(config, sort_keys=True), config_hash(config), run_id),
+                )
+        except sqlite3.Error as exc:
+            raise HistoryError(f"{self.path}: cannot write the run history: {exc}") from None
 
     def finish_run(
         self,
@@ -442,22 +413,62 @@ class HistoryStore:
         )
         return str(rows[0][0]) if rows else None
 
-    def case_results(self, run_id: str) -> dict[CaseKey, EvalCaseResult]:
-        """The run's recorded case results, in the order they were written."""
+    def case_results(
+        self, run_id: str, inputs: Inputs | None = None
+    ) -> dict[CaseKey, EvalCaseResult]:
+        """The run's recorded case results, in the order they were written. Those stored by
+        reference are rebuilt from ``inputs`` (default: the run's input files, as stored)."""
         rows = self._read(
             "SELECT eval_set_id, eval_id, run_number, result FROM case_results "
             "WHERE run_id = ? ORDER BY written, rowid",
             (run_id,),
         )
+        headers = self.run_headers(run_id)
+        if inputs is None and any(may_need_inputs(text) for *_, text in rows):
+            inputs = self.run_inputs(run_id)
         found: dict[CaseKey, EvalCaseResult] = {}
         for set_id, eval_id, run, text in rows:
             try:
-                found[(set_id, eval_id, run)] = EvalCaseResult.model_validate_json(text)
+                found[(set_id, eval_id, run)] = decode(text, headers, inputs)
             except ValidationError as exc:
                 raise HistoryError(
                     f"{self.path}: run {run_id}, case {eval_id}: unreadable result ({exc.error_count()} problem(s))"
                 ) from None
+            except (RecordError, ValueError, KeyError, TypeError) as exc:
+                raise HistoryError(
+                    f"{self.path}: run {run_id}, case {eval_id}: unreadable result ({exc})"
+                ) from None
         return found
+
+    def run_headers(self, run_id: str) -> dict[int, Header]:
+        """The metric headers the run's compact case results refer to, by number."""
+        rows = self._read("SELECT number, header FROM run_metrics WHERE run_id = ?", (run_id,))
+        return {int(number): parse_header(text) for number, text in rows}
+
+    def stored_inputs(self, run_id: str) -> list[StoredInput]:
+        """The run's input files, with their content."""
+        rows = self._read(
+            "SELECT i.kind, i.position, i.path, i.sha256, b.data FROM run_inputs i "
+            "JOIN blobs b ON b.sha256 = i.sha256 WHERE i.run_id = ? ORDER BY i.kind, i.position",
+            (run_id,),
+        )
+        return [
+            StoredInput(InputFile(kind, position, path), digest, bytes(data))
+            for kind, position, path, digest, data in rows
+        ]
+
+    def run_inputs(self, run_id: str) -> Inputs:
+        """The run's eval sets and traces, loaded from its stored input files."""
+        stored = self.stored_inputs(run_id)
+        if not stored:
+            raise HistoryError(
+                f"{self.path}: run {run_id}: its input files were not recorded (the run was "
+                "stopped before they were), so its case results cannot be read back"
+            )
+        try:
+            return load_stored(stored)
+        except InputError as exc:
+            raise HistoryError(f"{self.path}: run {run_id}: its stored inputs: {exc}") from None
 
     def results(self, ref: str) -> list[EvalSetResult]:
         """The run's eval-set results, as ``assay eval --output`` would have written them."""
@@ -478,7 +489,7 @@ class HistoryStore:
     def _info(self, row: tuple[Any, ...]) -> RunInfo:
         status = str(row[3])
         host, pid = row[11], row[12]
-        if status == "running" and host == socket.gethostname() and pid and not _pid_alive(pid):
+        if status == "running" and host == socket.gethostname() and pid and not pid_alive(pid):
             status = "interrupted"
         return RunInfo(
             id=row[0],

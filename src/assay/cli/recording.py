@@ -1,0 +1,306 @@
+"""How ``assay eval`` records its runs in the history, and resumes one.
+
+Every run is recorded (:mod:`assay.history.store`) unless ``--no-history``. A
+:class:`Recording` encodes each case result as it finishes (:mod:`assay.history.compact`) and
+hands it to the history's writer thread (:mod:`assay.history.writer`), which also keeps the
+run's input files and, at the end, the run's headers. ``--resume RUN`` checks that the eval
+sets, config, inputs and judge are the ones the run was recorded with (their hash), and gives the
+evaluation the case results that run already has, so those cases are neither run through the
+agent nor judged again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from assay.history.compact import CaseEncoder, Inputs
+from assay.history.inputs import InputFile, digests, input_files, read_inputs
+from assay.history.records import (
+    HistoryError,
+    case_row,
+    config_hash,
+    default_history_path,
+    git_commit,
+)
+from assay.history.store import CaseKey, HistoryStore
+from assay.history.writer import HistoryWriter
+from assay.results.model import EvalCaseResult, EvalSetResult
+from assay.results.traces import Traces
+from assay.runner.evaluate import EvalSetJob
+
+
+def _warn(message: str) -> None:
+    from assay.cli.main import _console
+
+    _console(stderr=True).print(f"[yellow]warning:[/] {escape(message)}")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What a run reads and how it is configured, as the history records it.
+
+    ``settings(digests)`` is the run's config (:func:`run_config`) given its input files'
+    sha256 by path (None while they are not hashed yet).
+    """
+
+    eval_sets: Sequence[str]
+    files: Sequence[InputFile]
+    inputs: Inputs
+    settings: Callable[[Mapping[str, str] | None], dict[str, Any]]
+
+
+def run_spec(
+    jobs: Sequence[EvalSetJob],
+    traces: Traces | None,
+    *,
+    traces_paths: Sequence[str] = (),
+    agent: str | None = None,
+    num_runs: int = 1,
+    mock_tools: bool = False,
+    judge_model: str | None = None,
+) -> RunSpec:
+    """The :class:`RunSpec` of an ``assay eval`` run."""
+    files = input_files(
+        [(str(job.loaded.path), job.loaded.format) for job in jobs],
+        () if agent else traces_paths,
+    )
+
+    def settings(found: Mapping[str, str] | None) -> dict[str, Any]:
+        return run_config(
+            jobs,
+            traces=traces_paths,
+            agent=agent,
+            num_runs=num_runs,
+            mock_tools=mock_tools,
+            judge_model=judge_model,
+            digests=found,
+        )
+
+    inputs = Inputs([job.loaded.eval_set for job in jobs], None if agent else traces)
+    return RunSpec([str(job.loaded.path) for job in jobs], files, inputs, settings)
+
+
+def run_config(
+    jobs: Sequence[EvalSetJob],
+    *,
+    traces: Sequence[str] = (),
+    agent: str | None = None,
+    num_runs: int = 1,
+    mock_tools: bool = False,
+    judge_model: str | None = None,
+    env: Mapping[str, str] | None = None,
+    digests: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """What decides a run's results, as recorded in the history and hashed for ``--resume``:
+    each eval set (path, id, the sha256 of its file, criteria), the traces (sha256 each) or the
+    agent, and the judge model override. ``digests`` gives the files' sha256 by path."""
+    source = os.environ if env is None else env
+    found = digests or {}
+    sets = [
+        {
+            "path": str(job.loaded.path),
+            "eval_set_id": job.loaded.eval_set.eval_set_id,
+            "sha256": found.get(str(job.loaded.path)),
+            "config_source": job.config_source,
+            "criteria": {k: v.model_dump(mode="json") for k, v in job.config.criteria.items()},
+        }
+        for job in jobs
+    ]
+    inputs: dict[str, Any] = (
+        {"agent": agent, "num_runs": num_runs, "mock_tools": mock_tools}
+        if agent
+        else {"traces": [{"path": p, "sha256": found.get(p)} for p in traces]}
+    )
+    return {
+        "sets": sets,
+        "inputs": inputs,
+        "judge_model": judge_model or source.get("ASSAY_JUDGE_MODEL") or None,
+    }
+
+
+def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """What differs between two run configs, in words."""
+    found: list[str] = []
+    old_sets = {s.get("path"): s for s in old.get("sets", [])}
+    new_sets = {s.get("path"): s for s in new.get("sets", [])}
+    if list(old_sets) != list(new_sets):
+        found.append(f"eval sets {list(old_sets)} then, {list(new_sets)} now")
+    for path, now in new_sets.items():
+        then = old_sets.get(path)
+        if then is None:
+            continue
+        if then.get("sha256") != now.get("sha256"):
+            found.append(f"{path}: the eval set changed")
+        if then.get("criteria") != now.get("criteria"):
+            found.append(f"{path}: the criteria changed")
+    if old.get("inputs") != new.get("inputs"):
+        found.append("the traces or agent options changed")
+    if old.get("judge_model") != new.get("judge_model"):
+        found.append(f"judge model {old.get('judge_model')} then, {new.get('judge_model')} now")
+    return found or ["the run config changed"]
+
+
+@dataclass
+class Recording:
+    """One ``assay eval`` run being written to the history (with no writer: not recorded)."""
+
+    writer: HistoryWriter | None = None
+    encoder: CaseEncoder = field(default_factory=CaseEncoder)
+    done: dict[CaseKey, EvalCaseResult] = field(default_factory=dict)
+    broken: str | None = None
+
+    @property
+    def run(self) -> str:
+        """The run's id ('' when not recorded)."""
+        return self.writer.run_id if self.writer is not None else ""
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the run is (still) being recorded."""
+        return self.writer is not None and self.broken is None and self.writer.error is None
+
+    def on_case(self, _job: EvalSetJob | None, result: EvalCaseResult) -> None:
+        """Hand a finished case to the writer; a failed write is reported once and stops the
+        recording, never the run."""
+        if self.writer is None or self.broken is not None:
+            return
+        if self.writer.error is not None:
+            self._break(self.writer.error)
+            return
+        encoded = self.encoder.encode(result)
+        self.writer.write(case_row(result, encoded.text, encoded.new_header))
+
+    def finish(self, results: Sequence[EvalSetResult]) -> None:
+        """Store the run's headers, mark it finished, and wait for everything to be written."""
+        if self.writer is not None:
+            run = self.run
+            self.writer.do(lambda store: store.finish_run(run, results))
+            self._close_writer()
+
+    def interrupted(self) -> None:
+        """Mark the run interrupted (it can be resumed), once what finished is written."""
+        if self.writer is not None:
+            run = self.run
+            self.writer.do(lambda store: store.mark(run, "interrupted"))
+            self._close_writer()
+
+    def close(self) -> None:
+        """Wait for the writer and close the history file."""
+        if self.writer is not None:
+            self._close_writer()
+            self.writer.store.close()
+
+    def _close_writer(self) -> None:
+        assert self.writer is not None
+        self.writer.close()
+        if self.writer.error is not None:
+            self._break(self.writer.error)
+
+    def _break(self, reason: str) -> None:
+        if self.broken is None:
+            self.broken = reason
+            _warn(f"{reason}; the rest of this run is not recorded")
+
+
+def start_recording(
+    spec: RunSpec,
+    *,
+    history_file: str | None = None,
+    resume: str | None = None,
+    judges: Sequence[str] = (),
+) -> Recording:
+    """Start recording a run (or reopen the run ``resume`` names, with its finished cases).
+
+    A history that cannot be written to is a warning for a new run (the run goes on unrecorded)
+    and an error for ``--resume``.
+    """
+    store = HistoryStore(Path(history_file) if history_file else default_history_path())
+    try:
+        if resume is not None:
+            return _resume(store, resume, spec)
+        run = store.start_run(
+            spec.eval_sets, spec.settings(None), judges=judges, commit=git_commit()
+        )
+    except HistoryError as exc:
+        store.close()
+        if resume is not None:
+            raise
+        _warn(f"{exc}; this run is not recorded")
+        return Recording()
+    except BaseException:
+        store.close()
+        raise
+    writer = HistoryWriter(store, run)
+    files = spec.files
+
+    def keep_inputs(history: HistoryStore) -> None:
+        stored = read_inputs(files)
+        history.store_inputs(run, stored, spec.settings(digests(stored)))
+
+    writer.do(keep_inputs)
+    return Recording(writer, CaseEncoder(spec.inputs))
+
+
+def _resume(store: HistoryStore, ref: str, spec: RunSpec) -> Recording:
+    info = store.get(ref)
+    if info.source != "assay":
+        raise HistoryError(f"run {info.id} was imported from {info.source}; it cannot be resumed")
+    if info.status == "running":
+        raise HistoryError(f"run {info.id} is still running; it cannot be resumed now")
+    try:
+        config = spec.settings(digests(read_inputs(spec.files)))
+    except OSError as exc:
+        raise HistoryError(f"cannot read the run's inputs: {exc}") from None
+    if info.config_hash != config_hash(config):
+        if info.config_hash == config_hash(spec.settings(None)):
+            raise HistoryError(
+                f"run {info.id} was stopped before its input files were recorded; start a new run"
+            )
+        why = "; ".join(_differences(info.config, config))
+        raise HistoryError(
+            f"run {info.id} cannot be resumed with these inputs ({why}); give the eval sets "
+            "and options it was started with, or start a new run"
+        )
+    done = store.case_results(info.id, spec.inputs)
+    headers = store.run_headers(info.id)
+    if sorted(headers) != list(range(len(headers))):
+        raise HistoryError(f"run {info.id}: its metric headers are incomplete; start a new run")
+    store.reopen(info.id)
+    from assay.cli.main import _console
+
+    _console().print(f"resuming run {info.id}: {len(done)} case result(s) kept")
+    encoder = CaseEncoder(spec.inputs, [headers[n] for n in range(len(headers))])
+    return Recording(HistoryWriter(store, info.id), encoder, done)
+
+
+@contextlib.contextmanager
+def recorded(
+    spec: RunSpec,
+    *,
+    enabled: bool,
+    history_file: str | None = None,
+    resume: str | None = None,
+) -> Iterator[Recording]:
+    """The recording of one ``assay eval`` run (one that records nothing with
+    ``--no-history``, or when the history cannot be written): marked interrupted when the run
+    stops early, closed after it."""
+    if resume is not None and not enabled:
+        raise click.BadParameter("cannot be used with --no-history", param_hint="'--resume'")
+    recording = (
+        start_recording(spec, history_file=history_file, resume=resume) if enabled else Recording()
+    )
+    try:
+        yield recording
+    except BaseException:
+        recording.interrupted()
+        raise
+    finally:
+        recording.close()

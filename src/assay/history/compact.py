@@ -1,0 +1,328 @@
+"""How a case result is stored in the history: compactly, by reference to the run's inputs.
+
+A full ``EvalCaseResult`` repeats what the run already has: the expected invocations (the eval
+set), the actual ones when they came from a traces file, and each metric's criterion on every
+row. Serialising all that for every case cost more than scoring a deterministic case (about
+9 KB and 0.3 ms a case), so a case is stored as record version 2::
+
+    {"v": 2, "k": 0, "c": [...], "s": [...], "t": [...], "a": ..., "e": ..., "n": ...}
+
+``k``
+    the run's metric header: each metric's name, threshold and criterion, in order, stored once
+    per run (``run_metrics``). Every row of the case follows it: the case's own rows, then each
+    invocation's.
+``s``, ``t`` (and ``d``)
+    the rows' scores and statuses, in that order; ``d`` lists ``[index, details]`` for the rows
+    that have details (rubric verdicts, token and duration breakdowns).
+``c``
+    eval set file, eval set id, eval id, final status, session id, user id (``x`` holds the
+    session details and ADK's ``eval_metric_results`` when either is set).
+``a``
+    the actual invocations: ``["t", set_id, eval_id, run]``, an entry of the run's traces, or
+    the invocations themselves (an agent's).
+``e``
+    the expected invocations: ``[position, case index]`` in the run's eval sets, null when the
+    rows have none, or ``{"inline": [...]}``.
+``n``
+    ``[run, duration_s]`` when the case notes say nothing else, else the notes.
+
+References are found by object identity (the runner passes the loaded invocations through), so
+checking them costs next to nothing and cannot match the wrong thing; what is not recognised is
+stored in full. A result that does not follow one metric header (an imported ADK result, say)
+is stored as its full JSON, which is how schema version 1 stored every case; :func:`decode`
+reads both.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import chain, cycle
+from typing import Any
+
+import pydantic_core
+from pydantic import TypeAdapter
+
+from assay.evalset.case import EvalSet
+from assay.evalset.invocation import Invocation
+from assay.results.model import (
+    CaseNotes,
+    EvalCaseResult,
+    EvalMetricResult,
+    EvalMetricResultDetails,
+    EvalMetricResultPerInvocation,
+)
+from assay.results.traces import Traces
+
+RECORD_VERSION = 2
+
+Head = tuple[str, float | None, dict[str, Any] | None]
+"""One metric as a row names it: name, threshold, criterion."""
+Header = tuple[Head, ...]
+
+_INVOCATIONS = TypeAdapter(list[Invocation | None])
+_COLUMNS = (
+    "metric_name",
+    "threshold",
+    "criterion",
+    "custom_function_path",
+    "score",
+    "eval_status",
+    "details",
+)
+_FIELDS = operator.attrgetter("__dict__")
+_ROW = operator.itemgetter(*_COLUMNS)  # of a row's __dict__: faster than attribute lookups
+_NO_DETAILS = dict.fromkeys(EvalMetricResultDetails.model_fields)
+
+
+class RecordError(ValueError):
+    """A stored record cannot be read back (its inputs are missing, or it is malformed)."""
+
+
+@dataclass
+class Inputs:
+    """What a run read: its eval sets (by position) and the traces, when it read any."""
+
+    eval_sets: Sequence[EvalSet] = ()
+    traces: Traces | None = None
+
+
+@dataclass
+class Encoded:
+    """A case's stored text, and the metric header it introduced (to store with it)."""
+
+    text: str
+    new_header: tuple[int, str] | None = None
+
+
+@dataclass
+class CaseEncoder:
+    """Encodes one run's case results against its inputs."""
+
+    inputs: Inputs = field(default_factory=Inputs)
+    headers: list[Header] = field(default_factory=list)
+    """The run's metric headers so far (those of a resumed run, to go on from)."""
+
+    def __post_init__(self) -> None:
+        self._expected: dict[int, tuple[list[int], list[Invocation]]] = {}
+        for position, eval_set in enumerate(self.inputs.eval_sets):
+            for index, case in enumerate(eval_set.eval_cases):
+                if case.conversation:
+                    ref = [position, index]
+                    self._expected[id(case.conversation[0])] = (ref, case.conversation)
+        self._actual: dict[int, tuple[list[Any], list[Invocation]]] = {}
+        traces = self.inputs.traces
+        if traces is not None:
+            for (set_id, eval_id), invocations in traces.by_case.items():
+                self._remember_trace(set_id, eval_id, 1, invocations)
+            for (set_id, eval_id), runs in traces.later_runs.items():
+                for run, invocations in runs.items():
+                    self._remember_trace(set_id, eval_id, run, invocations)
+        self._last = 0
+        self._by_names: dict[tuple[str, ...], list[int]] = {}
+        for number, header in enumerate(self.headers):
+            self._by_names.setdefault(tuple(h[0] for h in header), []).append(number)
+
+    def _remember_trace(
+        self, set_id: str | None, eval_id: str, run: int, invocations: list[Invocation]
+    ) -> None:
+        if invocations:
+            self._actual[id(invocations[0])] = (["t", set_id, eval_id, run], invocations)
+
+    def encode(self, result: EvalCaseResult) -> Encoded:
+        """The text to store for ``result``."""
+        overall = result.overall_eval_metric_results
+        per_invocation = result.eval_metric_result_per_invocation
+        rows = list(chain(overall, *(p.eval_metric_results for p in per_invocation)))
+        columns = list(zip(*map(_ROW, map(_FIELDS, rows)), strict=True)) or [()] * len(_COLUMNS)
+        names, thresholds, criteria, custom, scores, statuses, details_models = columns
+        details = list(map(_FIELDS, details_models))
+        heads: list[Head] = list(zip(names, thresholds, criteria, strict=True))
+        number, new = self._header(heads[: len(overall)])
+        header = self.headers[number]
+        stored = (number, _header_text(header)) if new else None
+        regular = custom.count(None) == len(custom)
+        if not regular or heads != list(header) * (len(per_invocation) + 1):
+            return Encoded(result.model_dump_json(), stored)  # stored in full
+        record: dict[str, Any] = {
+            "v": RECORD_VERSION,
+            "k": number,
+            "c": [
+                result.eval_set_file,
+                result.eval_set_id,
+                result.eval_id,
+                int(result.final_eval_status),
+                result.session_id,
+                result.user_id,
+            ],
+            "s": scores,
+            "t": list(map(int, statuses)),
+            "n": _notes(result.assay),
+        }
+        found = [[i, fields] for i, fields in enumerate(details) if fields != _NO_DETAILS]
+        if found:
+            record["d"] = found
+        if result.session_details is not None or result.eval_metric_results is not None:
+            record["x"] = [result.session_details, result.eval_metric_results]
+        if per_invocation:
+            record["a"] = self._actual_ref(per_invocation)
+            record["e"] = self._expected_ref(per_invocation)
+        return Encoded(pydantic_core.to_json(record).decode("utf-8"), stored)
+
+    def _header(self, heads: list[Head]) -> tuple[int, bool]:
+        """The number of the run's header the case's own rows follow (a new one if none)."""
+        if self.headers and heads == list(self.headers[self._last]):
+            return self._last, False
+        names = tuple(h[0] for h in heads)
+        for number in self._by_names.get(names, ()):
+            if heads == list(self.headers[number]):
+                self._last = number
+                return number, False
+        self.headers.append(tuple(heads))
+        self._last = len(self.headers) - 1
+        self._by_names.setdefault(names, []).append(self._last)
+        return self._last, True
+
+    def _actual_ref(self, rows: Sequence[EvalMetricResultPerInvocation]) -> Any:
+        actual: list[Invocation | None] = [r.actual_invocation for r in rows]
+        found = self._actual.get(id(actual[0]))
+        if found is not None and _same(found[1], actual):
+            return found[0]
+        return _INVOCATIONS.dump_python(actual, mode="json", exclude_none=True)
+
+    def _expected_ref(self, rows: Sequence[EvalMetricResultPerInvocation]) -> Any:
+        expected = [r.expected_invocation for r in rows]
+        if expected.count(None) == len(expected):
+            return None
+        found = self._expected.get(id(expected[0]))
+        if found is not None and _same(found[1], expected):
+            return found[0]
+        return {"inline": _INVOCATIONS.dump_python(expected, mode="json", exclude_none=True)}
+
+
+def _header_text(header: Header) -> str:
+    return pydantic_core.to_json([list(head) for head in header]).decode("utf-8")
+
+
+def _same(known: Sequence[Invocation], given: Sequence[Invocation | None]) -> bool:
+    return len(known) == len(given) and all(map(operator.is_, known, given))
+
+
+def _notes(notes: CaseNotes) -> Any:
+    if (
+        notes.reason is None
+        and not notes.metric_reasons
+        and not notes.not_applicable
+        and notes.simulator_usage is None
+        and not notes.metrics
+    ):
+        return [notes.run, notes.duration_s]
+    return notes.model_dump(mode="json")
+
+
+def parse_header(text: str) -> Header:
+    """A stored metric header."""
+    data = pydantic_core.from_json(text)
+    if not isinstance(data, list):
+        raise RecordError("a metric header is not a JSON array")
+    return tuple((name, threshold, criterion) for name, threshold, criterion in data)
+
+
+def may_need_inputs(text: str) -> bool:
+    """Whether a stored text may refer to the run's inputs (cheap, without parsing; a false
+    yes only costs loading them)."""
+    return text.startswith('{"v":2') and ('"a":["t"' in text or '"e":[' in text)
+
+
+def decode(text: str, headers: Mapping[int, Header], inputs: Inputs | None) -> EvalCaseResult:
+    """The case result a stored text holds (record version 2, or a full result)."""
+    data = pydantic_core.from_json(text)
+    if not isinstance(data, dict) or data.get("v") != RECORD_VERSION:
+        return EvalCaseResult.model_validate(data)
+    header = headers.get(data["k"])
+    if header is None:
+        raise RecordError(f"metric header {data['k']} is not recorded")
+    set_file, set_id, eval_id, status, session_id, user_id = data["c"]
+    session_details, adk_results = data.get("x", [None, None])
+    actual = _actual(data.get("a"), inputs)
+    expected = _expected(data.get("e"), inputs, len(actual))
+    metrics = _metric_results(data, header)
+    width = len(header)
+    rows = [
+        EvalMetricResultPerInvocation.model_construct(
+            actual_invocation=actual[i],
+            expected_invocation=expected[i],
+            eval_metric_results=metrics[width * (i + 1) : width * (i + 2)],
+        )
+        for i in range(len(actual))
+    ]
+    notes = data["n"]
+    return EvalCaseResult.model_validate(
+        {
+            "eval_set_file": set_file,
+            "eval_set_id": set_id,
+            "eval_id": eval_id,
+            "final_eval_status": status,
+            "eval_metric_results": adk_results,
+            "overall_eval_metric_results": metrics[:width],
+            "eval_metric_result_per_invocation": rows,
+            "session_id": session_id,
+            "session_details": session_details,
+            "user_id": user_id,
+            "assay": (
+                CaseNotes(run=notes[0], duration_s=notes[1])
+                if isinstance(notes, list)
+                else CaseNotes.model_validate(notes)
+            ),
+        }
+    )
+
+
+def _metric_results(data: Mapping[str, Any], header: Header) -> list[EvalMetricResult]:
+    """The case's metric rows, its own then each invocation's, each following the header."""
+    details = dict(data.get("d", []))
+    return [
+        EvalMetricResult(
+            metric_name=name,
+            threshold=threshold,
+            criterion=criterion,
+            score=score,
+            eval_status=status,
+            details=EvalMetricResultDetails.model_validate(details.get(i, {})),
+        )
+        for i, (score, status, (name, threshold, criterion)) in enumerate(
+            zip(data["s"], data["t"], cycle(header))
+        )
+    ]
+
+
+def _actual(ref: Any, inputs: Inputs | None) -> list[Invocation]:
+    if ref is None:
+        return []
+    if ref and ref[0] == "t":
+        _, set_id, eval_id, run = ref
+        traces = inputs.traces if inputs is not None else None
+        found = None
+        if traces is not None:
+            key = (set_id, eval_id)
+            found = traces.by_case.get(key) if run == 1 else traces.later_runs.get(key, {}).get(run)
+        if found is None:
+            raise RecordError(f"the traces of {eval_id} (run {run}) are not in the run's inputs")
+        return found
+    return [Invocation.model_validate(item) for item in ref]
+
+
+def _expected(ref: Any, inputs: Inputs | None, count: int) -> list[Invocation | None]:
+    if ref is None:
+        return [None] * count
+    if isinstance(ref, dict):
+        return [None if e is None else Invocation.model_validate(e) for e in ref["inline"]]
+    position, index = ref
+    if inputs is None or position >= len(inputs.eval_sets):
+        raise RecordError(f"eval set {position} is not in the run's inputs")
+    cases = inputs.eval_sets[position].eval_cases
+    conversation = cases[index].conversation if index < len(cases) else None
+    if conversation is None or len(conversation) != count:
+        raise RecordError(f"case {index} of eval set {position} does not match the record")
+    return list(conversation)

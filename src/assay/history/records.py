@@ -1,0 +1,142 @@
+"""What the history holds besides its SQL: run summaries, case rows, and the ids, hashes and
+paths that name them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.errors import AssayError
+from assay.llm.cache import ResponseCache
+from assay.results.model import EvalCaseResult
+
+HISTORY_FILE = "history.sqlite"
+
+
+class HistoryError(AssayError):
+    """The history file cannot be used, or a run it was asked for is not in it."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One run as ``assay runs`` lists it."""
+
+    id: str
+    started: float
+    finished: float | None
+    status: str
+    source: str
+    eval_sets: list[str]
+    config: dict[str, Any]
+    config_hash: str
+    judges: list[str]
+    assay_version: str
+    git_commit: str | None
+    passed: int
+    failed: int
+    not_evaluated: int
+    tokens: int
+
+    @property
+    def cases(self) -> int:
+        """Case results recorded (every run number counts)."""
+        return self.passed + self.failed + self.not_evaluated
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passed over recorded cases; None when none is recorded."""
+        return self.passed / self.cases if self.cases else None
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    """A finished case as written: its place, status, tokens, the time it finished, its stored
+    text, and the metric header that text introduces (number and JSON), if any."""
+
+    eval_set_id: str
+    eval_id: str
+    run: int
+    status: int
+    tokens: int
+    written: float
+    text: str
+    header: tuple[int, str] | None = None
+
+
+def default_history_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$ASSAY_HISTORY``, else ``history.sqlite`` beside the response cache
+    (``$ASSAY_CACHE_DIR``, else ``.assay`` in the current folder)."""
+    source = os.environ if env is None else env
+    explicit = source.get("ASSAY_HISTORY")
+    if explicit:
+        return Path(explicit)
+    return ResponseCache.default_path(source).parent / HISTORY_FILE
+
+
+def config_hash(config: Mapping[str, Any]) -> str:
+    """sha256 of the config's canonical JSON (sorted keys, no spaces)."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def new_run_id(now: float | None = None) -> str:
+    """``YYYYMMDD-HHMMSS-xxxx`` (UTC), sortable by start time."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
+    return f"{stamp}-{secrets.token_hex(2)}"
+
+
+def git_commit(cwd: Path | None = None) -> str | None:
+    """``git rev-parse HEAD`` in ``cwd``; None outside a repository or without git."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and commit else None
+
+
+def case_tokens(result: EvalCaseResult) -> int:
+    """Tokens the case's judges and simulated user used."""
+    tokens = sum(notes.usage.total_tokens for notes in result.assay.metrics.values())
+    if result.assay.simulator_usage is not None:
+        tokens += result.assay.simulator_usage.total_tokens
+    return tokens
+
+
+def case_row(result: EvalCaseResult, text: str, header: tuple[int, str] | None = None) -> CaseRow:
+    """The row that stores ``result`` as ``text``."""
+    return CaseRow(
+        result.eval_set_id,
+        result.eval_id,
+        result.assay.run,
+        int(result.final_eval_status),
+        case_tokens(result),
+        time.time(),
+        text,
+        header,
+    )
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, but not ours
+        return True
+    return True
