@@ -1,16 +1,35 @@
-"""The HTML report's rendering: escaping, trajectory mismatches, summary numbers, histograms."""
+"""The HTML report's rendering: escaping, trajectory mismatches, summary numbers, histograms.
+
+Case bodies are JSON read here as the page's script reads them; ``test_html_browser.py`` checks
+what Chromium builds from them."""
 
 from __future__ import annotations
 
+import json
 import re
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
+from assay.report.case_json import json_for_script
 from assay.report.html import histogram, render_html, trajectory, write_html
 from assay.results.model import EvalSetResult
 from report._html_cases import HOSTILE, IMG, SCRIPT, case, results
 
 PASSED, FAILED, NOT_EVALUATED = 1, 2, 3
+DATA = re.compile(r'<script type="application/json" id="case-data">(.*?)</script>', re.S)
+
+
+def _bodies(page: str) -> list[dict[str, Any]]:
+    """The case bodies embedded in ``page``, parsed as the page's script parses them: one JSON
+    value a line."""
+    block = DATA.search(page)
+    assert block is not None
+    return [json.loads(line) for line in block.group(1).split("\n") if line]
+
+
+def _calls(page: str) -> list[list[Any]]:
+    return [call for body in _bodies(page) for t in body["turns"] for call in t["calls"]]
 
 
 def _hostile_page() -> str:
@@ -23,9 +42,19 @@ def test_agent_user_judge_and_id_text_is_escaped_everywhere() -> None:
     assert SCRIPT not in page
     assert IMG not in page
     assert "<img" not in page
-    assert page.count("<script") == 1  # the report's own script, and nothing else
-    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in page
+    assert page.count("<script") == 2  # the report's own script and the JSON data block
+    assert page.count("</script>") == page.count("<script")  # no text closes a data block
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in page  # the case's header line
     assert "&lt;img src=x onerror=&#34;window.__pwned=1&#34;&gt;" in page
+    (body,) = _bodies(page)
+    assert body["turns"][0]["user"] == HOSTILE  # read back intact, to be shown as text
+
+
+def test_json_for_script_escapes_what_could_end_the_block() -> None:
+    value = {"a": "</script><!-- & -->", "b": "\u2028 é"}
+    text = str(json_for_script(value))
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text) == value
 
 
 def test_hostile_eval_id_is_escaped_in_attributes() -> None:
@@ -51,16 +80,12 @@ def test_mismatched_tool_calls_are_highlighted_beside_the_expected_ones() -> Non
         expected_calls=[{"name": "search_flights", "args": {"to": "LIS"}}],
     )
     page = render_html([results(wrong)])
-    row = re.search(r'<tr class="mismatch">(.*?)</tr>', page, re.S)
-    assert row is not None
-    assert "OPO" in row.group(1) and "LIS" in row.group(1)
-    assert '<tr class="match">' not in page
+    assert _calls(page) == [['search_flights({"to": "OPO"})', 0, 'search_flights({"to": "LIS"})']]
 
 
-def test_matching_tool_calls_are_not_highlighted() -> None:
+def test_matching_tool_calls_are_not_highlighted_nor_repeated() -> None:
     page = render_html([results(case("fine", PASSED))])
-    assert '<tr class="match">' in page
-    assert '<tr class="mismatch">' not in page
+    assert _calls(page) == [['search_flights({"to": "LIS"})', 1]]  # expected = actual
 
 
 def test_missing_and_extra_calls_are_mismatches() -> None:
@@ -118,11 +143,19 @@ def test_histogram_of_values_outside_zero_to_one_uses_their_range() -> None:
 
 def test_case_shows_judge_samples_rubrics_sentence_labels_and_usage() -> None:
     page = render_html([results(case("a", PASSED, rationale="grounded in the tool output"))])
-    assert "answers: yes" in page  # the sample's verdict
-    assert "grounded in the tool output" in page  # rationale, in the rubric table and labels
-    assert '<tr class="label-contradictory">' in page
-    assert "openai:stub (ASSAY_JUDGE_MODEL)" in page
-    assert '<td class="num">120</td>' in page  # the judge's prompt tokens
+    (body,) = _bodies(page)
+    rubric, labels = body["judged"]
+    assert rubric["judge"] == "openai:stub (ASSAY_JUDGE_MODEL)"
+    (inv,) = rubric["inv"]
+    sample = inv["samples"][0]
+    assert sample[2] == "answers: yes"  # the sample's verdict
+    assert "grounded in the tool output" in sample[3]  # the judge's raw answer
+    rationale = "grounded in the tool output"
+    assert inv["rubrics"] == [
+        ["answers", "It answers.", "yes", "1.0", "yes 1, no 0, none 0", rationale]
+    ]
+    assert labels["inv"][0]["sentences"] == [["final", "Booked.", "contradictory", rationale, ""]]
+    assert ["rubric_based_final_response_quality_v1", "1", "120", "7", "0"] in body["usage"]
 
 
 def test_page_is_self_contained() -> None:
@@ -142,3 +175,12 @@ def test_templates_ship_inside_the_package() -> None:
     folder = resources.files("assay.report") / "templates"
     assert (folder / "report.html.j2").is_file()
     assert (folder / "report.js").is_file()
+
+
+def test_each_case_body_is_on_the_line_of_its_case_number() -> None:
+    first = results(case("a", PASSED, agent="first answer"), eval_set_id="one")
+    second = results(case("b", PASSED, agent="second answer"), eval_set_id="two")
+    page = render_html([first, second])
+    assert re.findall(r'<details class="case" id="(c\d+)"', page) == ["c0", "c1"]
+    agents = [body["turns"][0]["agent"] for body in _bodies(page)]
+    assert agents == ["first answer", "second answer"]

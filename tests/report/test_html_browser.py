@@ -1,76 +1,39 @@
 """The HTML report in a real headless Chromium: it renders, filters, opens cases, runs no data.
 
-Needs Debian's ``chromium`` and ``chromium-driver`` and the ``selenium`` package. Without them
-these tests are skipped, unless ``ASSAY_REQUIRE_BROWSER=1`` (set by CI), when they fail.
+The browser comes from ``tests/_browser.py``: skipped without Chromium, unless
+``ASSAY_REQUIRE_BROWSER=1`` (set by CI), when the tests fail.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
+import _browser
 
 from assay.report.html import write_html
 from report._html_cases import HOSTILE, case, results
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
-FLAGS = (
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--window-size=1280,1000",
-)
+browser = _browser.browser
+
 PASSED, FAILED, NOT_EVALUATED = 1, 2, 3
-
-
-def _missing() -> str | None:
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "the selenium package is not installed"
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not os.path.exists(path):
-            return f"{path} is missing (apt-get install chromium chromium-driver)"
-    return None
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A headless Chromium driven through chromedriver, with its own empty profile."""
-    missing = _missing()
-    if missing:
-        if os.environ.get("ASSAY_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"ASSAY_REQUIRE_BROWSER=1 but {missing}")
-        pytest.skip(f"no headless browser: {missing}")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def _open(browser: Any, tmp_path: Path, *cases: dict[str, Any]) -> None:
     page = tmp_path / "report.html"
     write_html(page, [results(*cases)])
     browser.get(page.as_uri())
+
+
+def _expand(details: Any) -> Any:
+    """Click a case's header and wait for its body, which the page builds on the toggle event."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    details.find_element(By.TAG_NAME, "summary").click()
+    return WebDriverWait(details.parent, 5).until(
+        lambda _: details.find_element(By.CSS_SELECTOR, ".case-body")
+    )
 
 
 def _shown_ids(browser: Any) -> list[str]:
@@ -122,8 +85,7 @@ def test_clicking_a_case_opens_its_conversation(browser: Any, tmp_path: Path) ->
     _open(browser, tmp_path, case("book_lisbon", PASSED, agent="FR1234 is booked."))
     details = browser.find_element(By.CSS_SELECTOR, "details.case")
     assert not details.find_elements(By.CSS_SELECTOR, ".case-body")
-    details.find_element(By.TAG_NAME, "summary").click()
-    body = details.find_element(By.CSS_SELECTOR, ".case-body")
+    body = _expand(details)
     assert body.is_displayed()
     assert "FR1234 is booked." in body.text
     assert details.find_elements(By.CSS_SELECTOR, "table.trajectory tr.match")
@@ -135,8 +97,83 @@ def test_hostile_agent_output_does_not_run(browser: Any, tmp_path: Path) -> None
     hostile = case(HOSTILE, FAILED, user=HOSTILE, agent=HOSTILE, rationale=HOSTILE)
     _open(browser, tmp_path, hostile)
     details = browser.find_element(By.CSS_SELECTOR, "details.case")
-    details.find_element(By.TAG_NAME, "summary").click()
-    body = details.find_element(By.CSS_SELECTOR, ".case-body")
+    body = _expand(details)
     assert "<script>window.__pwned=1</script>" in body.text  # shown as text
     assert browser.execute_script("return typeof window.__pwned") == "undefined"
     assert not browser.find_elements(By.CSS_SELECTOR, "#case-list img")
+
+
+def test_opened_case_shows_mismatch_judge_tables_labels_and_usage(
+    browser: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    wrong = case(
+        "wrong_city",
+        FAILED,
+        score=0.0,
+        rationale="grounded in the tool output",
+        actual_calls=[{"name": "search_flights", "args": {"to": "OPO"}}],
+        expected_calls=[{"name": "search_flights", "args": {"to": "LIS"}}],
+    )
+    _open(browser, tmp_path, wrong)
+    details = browser.find_element(By.CSS_SELECTOR, "details.case")
+    _expand(details)
+    row = details.find_element(By.CSS_SELECTOR, "table.trajectory tbody tr")
+    assert row.get_attribute("class") == "mismatch"
+    assert [td.text for td in row.find_elements(By.TAG_NAME, "td")] == [
+        "1",
+        'search_flights({"to": "OPO"})',
+        'search_flights({"to": "LIS"})',
+    ]
+    sample = details.find_element(By.CSS_SELECTOR, "table.samples tbody tr").text
+    assert "answers: yes" in sample and "grounded in the tool output" in sample
+    rubric = details.find_element(By.CSS_SELECTOR, "table.rubrics tbody tr").text
+    assert "It answers." in rubric and "yes 1, no 0, none 0" in rubric
+    label = details.find_element(By.CSS_SELECTOR, "table.sentences tbody tr")
+    assert label.get_attribute("class") == "label-contradictory"
+    usage = details.find_element(By.CSS_SELECTOR, "table.usage").text
+    assert "rubric_based_final_response_quality_v1 1 120 7 0" in usage
+    assert "openai:stub (ASSAY_JUDGE_MODEL)" in details.text
+
+
+def test_hostile_text_in_every_field_stays_text(browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    calls = [{"name": HOSTILE, "args": {"q": HOSTILE}}]
+    hostile = case(
+        HOSTILE,
+        FAILED,
+        user=HOSTILE,
+        agent=HOSTILE,
+        rationale=HOSTILE,
+        actual_calls=calls,
+        expected_calls=[{"name": "x", "args": {}}],
+    )
+    _open(browser, tmp_path, hostile)
+    details = browser.find_element(By.CSS_SELECTOR, "details.case")
+    assert HOSTILE in details.find_element(By.CSS_SELECTOR, ".case-id").text
+    body = _expand(details)
+    assert body.text.count(HOSTILE) >= 6  # user, agent, sentence, rationales, tool call
+    assert browser.execute_script("return typeof window.__pwned") == "undefined"
+    assert not browser.find_elements(By.TAG_NAME, "img")
+    scripts = browser.find_elements(By.TAG_NAME, "script")
+    assert [el.get_attribute("type") for el in scripts] == ["application/json", ""]
+
+
+def test_each_case_opens_its_own_body_also_from_the_address(browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    _open(
+        browser, tmp_path, case("a", PASSED, agent="answer A"), case("b", PASSED, agent="answer B")
+    )
+    second = browser.find_elements(By.CSS_SELECTOR, "details.case")[1]
+    assert "answer B" in _expand(second).text
+    second.find_element(By.TAG_NAME, "summary").click()  # closed and opened again: built once
+    second.find_element(By.TAG_NAME, "summary").click()
+    assert len(second.find_elements(By.CSS_SELECTOR, ".case-body")) == 1
+    browser.get("about:blank")  # a fresh load, not a jump within the page
+    browser.get((tmp_path / "report.html").as_uri() + "#c0")
+    first = browser.find_element(By.ID, "c0")
+    assert first.get_attribute("open") is not None  # opened by the page's script on load
+    assert "answer A" in first.find_element(By.CSS_SELECTOR, ".case-body").text

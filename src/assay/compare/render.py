@@ -164,6 +164,7 @@ def render_comparison_markdown(comparison: Comparison) -> str:
 _HTML = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined).from_string(
     """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
 <title>assay compare: {{ base }} → {{ candidate }}</title>
 <style>
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
@@ -186,8 +187,8 @@ p.legend { color: #666; }
 
 
 def render_comparison_html(comparison: Comparison) -> str:
-    """The comparison as one self-contained HTML page (no scripts, no external resources);
-    every id and label is escaped."""
+    """The comparison as one self-contained HTML page (no scripts, no external resources, and a
+    Content-Security-Policy that allows neither); every id and label is escaped."""
     rows = [(verdict(row).replace(" ", "-"), row_cells(row)) for row in comparison.rows]
     lists = [
         (title, [*_capped([key.label for key in keys])]) for title, keys in case_lists(comparison)

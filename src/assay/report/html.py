@@ -6,10 +6,14 @@ click, the conversation, the actual and expected tool calls side by side with mi
 every judge sample with its verdict and raw answer, rubric tables, hallucination sentence labels
 and token usage.
 
-Everything from agents, users and judges goes through jinja2's autoescaping; no data is handed to
-JavaScript except as escaped DOM attributes. A case's body is rendered inside a ``<template>``
-(inert: nothing in it runs or loads) and moved into the page when the case is first opened, so a
-run of 10,000 cases keeps a light live DOM.
+The summary and each case's one-line header are HTML, through jinja2's autoescaping. The cases'
+bodies (everything shown once a case is opened) are JSON, one line per case, in a single inert
+``<script type="application/json">`` block, with ``<``, ``>`` and ``&`` written as ``\\u`` escapes
+so that no text can end the block; the page's script builds a body the first time its case is
+opened, with ``createElement`` and ``textContent`` only (never ``innerHTML``): the text of agents,
+users and judges never becomes markup. Table headings and markup live once in the script instead
+of once per case, and Chromium reads the block as one text node instead of building every case's
+DOM: a page of 10,000 cases is about half the bytes and loads several times faster.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from assay._version import __version__
 from assay.evalset.content import content_text
@@ -30,6 +35,7 @@ from assay.evalset.invocation import IntermediateData, Invocation
 from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
 from assay.metrics.notes import InvocationNotes, MetricNotes
+from assay.report.case_json import case_body, json_for_script
 from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult
 
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -185,6 +191,11 @@ class Case:
     turns: list[Turn]
     judged: list[Judged]
     usage: list[UsageRow]
+
+    @property
+    def data(self) -> Markup:
+        """The body as JSON for the page's ``<script type="application/json">`` block."""
+        return json_for_script(case_body(self))
 
 
 @dataclass
@@ -493,14 +504,31 @@ def _default_title(results: Sequence[EvalSetResult]) -> str:
     return f"assay report: {names}" if names else "assay report"
 
 
+class _Bodies:
+    """The cases' bodies, one JSON line each, gathered while the case list renders and written
+    out (jinja2 calls ``__html__``) in the data block after it: no case is held longer than its
+    own line takes to render."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __html__(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _cases(results: Sequence[EvalSetResult], bodies: _Bodies) -> Iterator[Case]:
+    every = (case for result in results for case in result.eval_case_results)
+    for n, result in enumerate(every):
+        case = _case(f"c{n}", result)
+        bodies.lines.append(case.data)
+        yield case
+
+
 def render_html(results: Sequence[EvalSetResult], *, title: str | None = None) -> str:
     """The report page for ``results`` as one self-contained HTML document."""
     sets = [_summary(result.eval_set_id, [result]) for result in results]
     overall = _summary("All eval sets", results) if len(results) > 1 else None
-    cases = (
-        _case(f"c{n}", case)
-        for n, case in enumerate(case for result in results for case in result.eval_case_results)
-    )
+    bodies = _Bodies()
     template = _environment().get_template("report.html.j2")
     return template.render(
         title=title or _default_title(results),
@@ -508,7 +536,8 @@ def render_html(results: Sequence[EvalSetResult], *, title: str | None = None) -
         generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         sets=sets,
         overall=overall,
-        cases=cases,
+        cases=_cases(results, bodies),
+        case_data=bodies,
         total=sum(len(result.eval_case_results) for result in results),
         runs=any(case.assay.run > 1 for r in results for case in r.eval_case_results),
     )
