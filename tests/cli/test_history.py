@@ -303,3 +303,19 @@ def test_resume_refuses_a_run_stopped_before_its_inputs_were_kept(
     resumed = run_cli("eval", example.evalset, "--traces", example.traces, "--resume", "latest")
 
     assert resumed.code == 2 and "stopped before its input files were recorded" in resumed.err
+
+
+def test_save_traces_on_a_resumed_run_includes_the_cases_it_kept(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    agent = f"{example.dir / 'agent.py'}:travel_agent"
+    first, again = tmp_path / "first.json", tmp_path / "again.json"
+    assert run_cli("eval", example.evalset, "--agent", agent, "--save-traces", first).code == 0
+
+    resumed = run_cli(
+        "eval", example.evalset, "--agent", agent, "--resume", "latest", "--save-traces", again
+    )
+
+    assert resumed.code == 0 and "5 case result(s) kept" in resumed.out
+    saved = json.loads(again.read_text(encoding="utf-8"))
+    assert saved == json.loads(first.read_text(encoding="utf-8")) and len(saved) == 5

@@ -33,7 +33,7 @@ from assay.report.console import print_results
 from assay.report.progress import RunProgress
 from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.results.traces import Traces, load_traces
-from assay.runner.agent_run import AgentSettings, write_traces
+from assay.runner.agent_run import AgentSettings, recorded_inference, write_traces
 from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate_sync, summarize
 from assay.runner.inference import CaseInference, InferenceSettings
 
@@ -435,7 +435,8 @@ def eval_command(
             )
         recording.finish(results)
     if save_traces_path:
-        write_traces(Path(save_traces_path), saved)
+        kept = [recorded_inference(case) for case in recording.done.values()]
+        write_traces(Path(save_traces_path), [*kept, *saved])
         console.print(f"traces written to {escape(save_traces_path)}")
     summary = summarize([case for result in results for case in result.eval_case_results])
     print_results(console, results, summary, detailed=print_detailed_results)

@@ -17,6 +17,7 @@ from assay.agents.base import Agent, AgentFactory, CaseContext
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
 from assay.llm.base import TokenUsage
+from assay.results.model import EvalCaseResult
 from assay.runner.inference import (
     CaseInference,
     InferenceSettings,
@@ -81,6 +82,19 @@ def traces_document(inferences: Sequence[CaseInference]) -> dict[str, object]:
             for invocation in inference.invocations
         ]
     return document
+
+
+def recorded_inference(result: EvalCaseResult) -> CaseInference:
+    """A finished case's inference as its result holds it (``--save-traces`` with ``--resume``:
+    the cases a resumed run keeps are not run again). A result without invocations is one
+    whose inference failed, and is left out of a traces file like any other."""
+    rows = result.eval_metric_result_per_invocation
+    return CaseInference(
+        result.eval_id,
+        result.assay.run,
+        [row.actual_invocation for row in rows],
+        error=None if rows else (result.assay.reason or "no invocations recorded"),
+    )
 
 
 def write_traces(path: Path, inferences: Sequence[CaseInference]) -> None:
