@@ -53,6 +53,7 @@ def test_every_case_of_a_judged_run_reads_back_equal(example: Example) -> None:
     judged = [r for r in results if r.assay.metrics]
     assert judged, "the example's judged metrics left no notes"
     assert all(text.startswith('{"v":2') for text in texts)
+    assert any('"D":[[' in text for text in texts)  # a metric's details, the same on every row
     assert len(encoder.headers) == 1  # one config, one header for the whole run
 
 

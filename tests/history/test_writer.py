@@ -33,7 +33,7 @@ def test_cases_handed_over_are_committed_in_order_with_their_headers(tmp_path: P
         writer.close()
 
         assert _written(store.path) == ["one", "two"]
-        assert store.run_headers(run) == {0: (("m", 0.5, None),)}
+        assert store.run_headers(run) == {0: (("m", 0.5, None, None),)}
         assert writer.error is None
 
 

@@ -11,9 +11,10 @@ row. Serialising all that for every case cost more than scoring a deterministic 
     the run's metric header: each metric's name, threshold and criterion, in order, stored once
     per run (``run_metrics``). Every row of the case follows it: the case's own rows, then each
     invocation's.
-``s``, ``t`` (and ``d``)
-    the rows' scores and statuses, in that order; ``d`` lists ``[index, details]`` for the rows
-    that have details (rubric verdicts, token and duration breakdowns).
+``s``, ``t`` (and ``D``, ``d``)
+    the rows' scores, and their statuses as hex digits (a byte each); details (rubric verdicts,
+    token and duration breakdowns) as ``D``, ``[metric, details]`` where all of a metric's rows
+    have the same, and ``d``, ``[row, details]`` for other rows that have any.
 ``c``
     eval set file, eval set id, eval id, final status, session id, user id (``x`` holds the
     session details and ADK's ``eval_metric_results`` when either is set).
@@ -57,22 +58,17 @@ from assay.results.traces import Traces
 
 RECORD_VERSION = 2
 
-Head = tuple[str, float | None, dict[str, Any] | None]
-"""One metric as a row names it: name, threshold, criterion."""
+Head = tuple[str, float | None, dict[str, Any] | None, str | None]
+"""One metric as a row names it: name, threshold, criterion, custom function (always None in a
+header: a row with a custom function is stored in full)."""
 Header = tuple[Head, ...]
 
 _INVOCATIONS = TypeAdapter(list[Invocation | None])
-_COLUMNS = (
-    "metric_name",
-    "threshold",
-    "criterion",
-    "custom_function_path",
-    "score",
-    "eval_status",
-    "details",
-)
-_FIELDS = operator.attrgetter("__dict__")
-_ROW = operator.itemgetter(*_COLUMNS)  # of a row's __dict__: faster than attribute lookups
+_FIELDS = operator.attrgetter("__dict__")  # a row's fields: faster than attribute lookups
+_HEAD = operator.itemgetter("metric_name", "threshold", "criterion", "custom_function_path")
+_SCORE = operator.itemgetter("score")
+_STATUS = operator.itemgetter("eval_status")
+_DETAILS = operator.itemgetter("details")
 _NO_DETAILS = dict.fromkeys(EvalMetricResultDetails.model_fields)
 
 
@@ -120,6 +116,7 @@ class CaseEncoder:
                 for run, invocations in runs.items():
                     self._remember_trace(set_id, eval_id, run, invocations)
         self._last = 0
+        self._repeats: dict[tuple[int, int], list[Head]] = {}
         self._by_names: dict[tuple[str, ...], list[int]] = {}
         for number, header in enumerate(self.headers):
             self._by_names.setdefault(tuple(h[0] for h in header), []).append(number)
@@ -135,15 +132,12 @@ class CaseEncoder:
         overall = result.overall_eval_metric_results
         per_invocation = result.eval_metric_result_per_invocation
         rows = list(chain(overall, *(p.eval_metric_results for p in per_invocation)))
-        columns = list(zip(*map(_ROW, map(_FIELDS, rows)), strict=True)) or [()] * len(_COLUMNS)
-        names, thresholds, criteria, custom, scores, statuses, details_models = columns
-        details = list(map(_FIELDS, details_models))
-        heads: list[Head] = list(zip(names, thresholds, criteria, strict=True))
+        fields = list(map(_FIELDS, rows))
+        heads: list[Head] = list(map(_HEAD, fields))
         number, new = self._header(heads[: len(overall)])
         header = self.headers[number]
         stored = (number, _header_text(header)) if new else None
-        regular = custom.count(None) == len(custom)
-        if not regular or heads != list(header) * (len(per_invocation) + 1):
+        if heads != self._repeated(number, len(per_invocation) + 1):
             return Encoded(result.model_dump_json(), stored)  # stored in full
         record: dict[str, Any] = {
             "v": RECORD_VERSION,
@@ -156,13 +150,13 @@ class CaseEncoder:
                 result.session_id,
                 result.user_id,
             ],
-            "s": scores,
-            "t": list(map(int, statuses)),
+            "s": list(map(_SCORE, fields)),
+            "t": bytes(map(_STATUS, fields)).hex(),
             "n": _notes(result.assay),
         }
-        found = [[i, fields] for i, fields in enumerate(details) if fields != _NO_DETAILS]
-        if found:
-            record["d"] = found
+        details = list(map(_FIELDS, map(_DETAILS, fields)))
+        if details.count(_NO_DETAILS) != len(details):
+            record.update(_details(details, len(header)))
         if result.session_details is not None or result.eval_metric_results is not None:
             record["x"] = [result.session_details, result.eval_metric_results]
         if per_invocation:
@@ -179,10 +173,20 @@ class CaseEncoder:
             if heads == list(self.headers[number]):
                 self._last = number
                 return number, False
+        if any(h[3] is not None for h in heads):  # never a header: such cases are stored whole
+            heads = [(name, threshold, criterion, None) for name, threshold, criterion, _ in heads]
         self.headers.append(tuple(heads))
         self._last = len(self.headers) - 1
         self._by_names.setdefault(names, []).append(self._last)
         return self._last, True
+
+    def _repeated(self, number: int, times: int) -> list[Head]:
+        """Header ``number`` once for the case's own rows and once per invocation."""
+        key = (number, times)
+        found = self._repeats.get(key)
+        if found is None:
+            found = self._repeats[key] = list(self.headers[number]) * times
+        return found
 
     def _actual_ref(self, rows: Sequence[EvalMetricResultPerInvocation]) -> Any:
         actual: list[Invocation | None] = [r.actual_invocation for r in rows]
@@ -201,8 +205,32 @@ class CaseEncoder:
         return {"inline": _INVOCATIONS.dump_python(expected, mode="json", exclude_none=True)}
 
 
+def _details(details: list[dict[str, Any]], width: int) -> dict[str, Any]:
+    """``D``: ``[metric, details]`` for each metric whose rows all have the same details (the
+    case's and every invocation's), and ``d``: ``[row, details]`` for the other rows that have
+    any."""
+    same: list[tuple[int, dict[str, Any]]] = []
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for column in range(width):
+        values = details[column::width]
+        first = values[0]
+        if values.count(first) == len(values):
+            if first != _NO_DETAILS:
+                same.append((column, first))
+            continue
+        rows.extend(
+            (column + width * i, value) for i, value in enumerate(values) if value != _NO_DETAILS
+        )
+    found: dict[str, Any] = {}
+    if same:
+        found["D"] = same
+    if rows:
+        found["d"] = rows
+    return found
+
+
 def _header_text(header: Header) -> str:
-    return pydantic_core.to_json([list(head) for head in header]).decode("utf-8")
+    return pydantic_core.to_json([list(head[:3]) for head in header]).decode("utf-8")
 
 
 def _same(known: Sequence[Invocation], given: Sequence[Invocation | None]) -> bool:
@@ -226,7 +254,7 @@ def parse_header(text: str) -> Header:
     data = pydantic_core.from_json(text)
     if not isinstance(data, list):
         raise RecordError("a metric header is not a JSON array")
-    return tuple((name, threshold, criterion) for name, threshold, criterion in data)
+    return tuple((name, threshold, criterion, None) for name, threshold, criterion in data)
 
 
 def may_need_inputs(text: str) -> bool:
@@ -282,6 +310,8 @@ def decode(text: str, headers: Mapping[int, Header], inputs: Inputs | None) -> E
 def _metric_results(data: Mapping[str, Any], header: Header) -> list[EvalMetricResult]:
     """The case's metric rows, its own then each invocation's, each following the header."""
     details = dict(data.get("d", []))
+    by_metric = dict(data.get("D", []))
+    width = len(header)
     return [
         EvalMetricResult(
             metric_name=name,
@@ -289,10 +319,12 @@ def _metric_results(data: Mapping[str, Any], header: Header) -> list[EvalMetricR
             criterion=criterion,
             score=score,
             eval_status=status,
-            details=EvalMetricResultDetails.model_validate(details.get(i, {})),
+            details=EvalMetricResultDetails.model_validate(
+                details.get(i) or by_metric.get(i % width) or {}
+            ),
         )
-        for i, (score, status, (name, threshold, criterion)) in enumerate(
-            zip(data["s"], data["t"], cycle(header))
+        for i, (score, status, (name, threshold, criterion, _)) in enumerate(
+            zip(data["s"], bytes.fromhex(data["t"]), cycle(header))
         )
     ]
 
