@@ -29,7 +29,7 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,9 +42,11 @@ from assay.cli.recording import Recording, run_spec, start_recording
 from assay.config import EvalConfig
 from assay.evalset.io import load_eval_set
 from assay.history.store import HistoryStore
+from assay.metrics.registry import default_registry
 from assay.results.model import EvalCaseResult
 from assay.results.traces import Traces, load_traces
-from assay.runner.evaluate import EvalSetJob, evaluate
+from assay.runner.evaluate import EvalSetJob, configured_metrics, evaluate
+from assay.runner.scoring import CapturedRows
 
 CRITERIA = {
     "tool_trajectory_avg_score": {"threshold": 1.0, "match_type": "IN_ORDER"},
@@ -74,17 +76,11 @@ def write_inputs(cases: int, seed: int, folder: Path) -> tuple[Path, Path]:
 @dataclass
 class Timing:
     """One run: wall and process CPU seconds; for a recorded run also the CPU seconds of
-    ``on_case`` on the run's thread and of the writer's thread."""
+    ``on_case`` (encoding each case and writing the batches) on the run's thread."""
 
     wall: float
     cpu: float
     on_case: float = 0.0
-    writer: float = 0.0
-
-    @property
-    def recording(self) -> float:
-        """CPU seconds spent recording."""
-        return self.on_case + self.writer
 
 
 def run(
@@ -108,13 +104,12 @@ def run(
         recording.on_case(job, result)
         on_case_s += time.thread_time() - began
 
-    results = run_sync(evaluate(jobs, traces, on_case=on_case))
+    results = run_sync(evaluate(jobs, traces, on_case=on_case, captures=recording.captures))
     writer = recording.writer
     recording.finish(results)
     recording.close()
     timing = Timing(time.perf_counter() - started, time.process_time() - cpu, on_case_s)
     if writer is not None:
-        timing.writer = writer.cpu_s
         with HistoryStore(history or Path()) as store:
             cases = store.get("latest").cases
         assert cases == len(jobs[0].loaded.eval_set.eval_cases), f"{cases} cases recorded"
@@ -126,15 +121,27 @@ def record_all(
     traces: Traces,
     traces_path: Path,
     results: Sequence[EvalCaseResult],
+    captured: Mapping[int, CapturedRows],
     history: Path,
 ) -> float:
     """Seconds to record already-scored results as ``assay eval`` records a run: start it,
+    capture each case's rows (replayed here; a recorded run captures them as it scores),
     hand each case to the recording, finish, and wait until the last write is committed."""
+    metrics = configured_metrics(jobs[0].config, default_registry())
     started = time.perf_counter()
     recording = start_recording(
         run_spec(jobs, traces, traces_paths=[str(traces_path)]), history_file=str(history)
     )
+    assert recording.captures is not None
     for result in results:
+        again = CapturedRows()
+        for j, configured in enumerate(metrics):
+            rows = [result.overall_eval_metric_results[j]] + [
+                p.eval_metric_results[j] for p in result.eval_metric_result_per_invocation
+            ]
+            again.add(configured, rows)
+        assert again == captured[id(result)]
+        recording.captures[id(result)] = again
         recording.on_case(jobs[0], result)
     recording.finish([])
     recording.close()
@@ -155,7 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         jobs = [EvalSetJob(load_eval_set(evalset_path), config, "bench")]
         traces = load_traces([traces_path])
         invocations = sum(len(c.conversation or []) for c in jobs[0].loaded.eval_set.eval_cases)
-        [scored] = run_sync(evaluate(jobs, traces))  # also warms the metrics' caches
+        captured: dict[int, CapturedRows] = {}
+        [scored] = run_sync(evaluate(jobs, traces, captures=captured))  # warms caches too
         alone: list[Timing] = []
         recorded: list[Timing] = []
         isolated: list[float] = []
@@ -170,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     traces,
                     traces_path,
                     scored.eval_case_results,
+                    captured,
                     folder / f"r{attempt}.sqlite",
                 )
             )
@@ -178,7 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     per_case = 1e6 / args.cases
     wall_alone, wall_recorded = min(t.wall for t in alone), min(t.wall for t in recorded)
     cpu_alone = min(t.cpu for t in alone)
-    on_case, writer = min(t.on_case for t in recorded), min(t.writer for t in recorded)
+    on_case = min(t.on_case for t in recorded)
+    cpu_recorded = min(t.cpu for t in recorded)
     recording = min(isolated)
 
     def line(what: str, seconds: float) -> None:
@@ -190,8 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     line("recording the scored results, wall", recording)
     line("scoring while recording, wall", wall_recorded)
     line("scoring alone, CPU", cpu_alone)
-    line("  in a recorded run: on_case, CPU", on_case)
-    line("  in a recorded run: the writer thread, CPU", writer)
+    line("scoring while recording, CPU (both threads)", cpu_recorded)
+    line("  of which on_case (encode, write), CPU", on_case)
     print(f"history file: {size / 1e6:.1f} MB (the input files, kept once: {inputs / 1e6:.1f} MB)")
     print(f"a recorded run's wall time: {wall_recorded / wall_alone - 1:+.1%}")
     print(f"on_case CPU / scoring CPU: {on_case / cpu_alone:.1%}")

@@ -27,6 +27,7 @@ from assay.results.model import (
 )
 from assay.results.traces import Traces, load_traces
 from assay.runner.evaluate import EvalSetJob, evaluate_sync
+from assay.runner.scoring import CapturedRows
 
 
 def _example_run(example: Example) -> tuple[Inputs, list[EvalCaseResult]]:
@@ -179,3 +180,19 @@ def test_a_full_result_reads_back_as_schema_version_1_stored_it(tmp_path: Path) 
     result = _case([[_row("a", 1.0)], [_row("a", 0.0)]])
 
     assert decode(result.model_dump_json(exclude_none=True), {}, None) == result
+
+
+def test_rows_captured_while_scoring_encode_as_the_rows_read_back(example: Example) -> None:
+    job = EvalSetJob(load_eval_set(example.evalset), load_config(example.config), "config")
+    traces = load_traces([example.traces])
+    captures: dict[int, CapturedRows] = {}
+    [result] = evaluate_sync([job], traces, captures=captures)
+    inputs = Inputs([job.loaded.eval_set], traces)
+    with_captured, read_back = CaseEncoder(inputs), CaseEncoder(inputs)
+
+    for case in result.eval_case_results:
+        fast = with_captured.encode(case, captures.pop(id(case)))
+        slow = read_back.encode(case)
+        assert fast.text == slow.text and fast.new_header == slow.new_header
+        assert decode(fast.text, dict(enumerate(with_captured.headers)), inputs) == case
+    assert captures == {}

@@ -9,7 +9,7 @@ from pathlib import Path
 from _support import Example
 
 from assay.evalset.io import load_eval_set
-from assay.history.inputs import digests, input_files, load_stored, read_inputs
+from assay.history.inputs import digests, input_files, load_stored, pack, read_inputs
 from assay.history.store import HistoryStore
 from assay.results.traces import load_traces
 
@@ -55,10 +55,12 @@ def test_each_file_is_kept_once_however_many_runs_read_it(example: Example, tmp_
     with HistoryStore(tmp_path / "history.sqlite") as store:
         runs = [store.start_run([str(example.evalset)], {}) for _ in range(3)]
         for run in runs:
-            store.store_inputs(run, stored, {"digests": digests(stored)})
+            known = store.known_blobs([item.sha256 for item in stored])
+            store.store_inputs(run, pack(stored, known), {"digests": digests(stored)})
         kept = store._read("SELECT COUNT(*), SUM(size), SUM(LENGTH(zlib)) FROM blobs")[0]
         assert [store.stored_inputs(run) == stored for run in runs] == [True] * 3
         assert store.get(runs[0]).config == {"digests": digests(stored)}
 
     sizes = example.evalset.stat().st_size + example.traces.stat().st_size
     assert kept[:2] == (2, sizes) and kept[2] * 3 < sizes  # compressed
+    assert [p.packed is None for p in pack(stored, {stored[0].sha256})] == [True, False]

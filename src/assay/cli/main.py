@@ -432,6 +432,7 @@ def eval_command(
                 on_inference=lambda _job, done: saved.extend(done),
                 on_case=on_case,
                 done=recording.done,
+                captures=recording.captures,
             )
         recording.finish(results)
     if save_traces_path:

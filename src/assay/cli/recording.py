@@ -22,7 +22,7 @@ import click
 from rich.markup import escape
 
 from assay.history.compact import CaseEncoder, Inputs
-from assay.history.inputs import InputFile, digests, input_files, read_inputs
+from assay.history.inputs import InputFile, digests, input_files, pack, read_inputs
 from assay.history.records import (
     HistoryError,
     case_row,
@@ -35,6 +35,7 @@ from assay.history.writer import HistoryWriter
 from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.results.traces import Traces
 from assay.runner.evaluate import EvalSetJob
+from assay.runner.scoring import Captures
 
 
 def _warn(message: str) -> None:
@@ -156,6 +157,12 @@ class Recording:
     encoder: CaseEncoder = field(default_factory=CaseEncoder)
     done: dict[CaseKey, EvalCaseResult] = field(default_factory=dict)
     broken: str | None = None
+    captures: Captures | None = None
+    """Where scoring leaves each case's rows for the encoder (None when not recording)."""
+
+    def __post_init__(self) -> None:
+        if self.writer is not None and self.captures is None:
+            self.captures = {}
 
     @property
     def run(self) -> str:
@@ -175,7 +182,8 @@ class Recording:
         if self.writer.error is not None:
             self._break(self.writer.error)
             return
-        encoded = self.encoder.encode(result)
+        captured = self.captures.pop(id(result), None) if self.captures is not None else None
+        encoded = self.encoder.encode(result, captured)
         self.writer.write(case_row(result, encoded.text, encoded.new_header))
 
     def finish(self, results: Sequence[EvalSetResult]) -> None:
@@ -238,14 +246,16 @@ def start_recording(
     except BaseException:
         store.close()
         raise
-    writer = HistoryWriter(store, run)
-    files = spec.files
 
-    def keep_inputs(history: HistoryStore) -> None:
-        stored = read_inputs(files)
-        history.store_inputs(run, stored, spec.settings(digests(stored)))
+    def prepare() -> Callable[[HistoryStore], None]:
+        """Read, hash and compress the input files (on a thread: all of it lets go of the
+        GIL), and say how to store them."""
+        stored = read_inputs(spec.files)
+        packed = pack(stored, store.known_blobs([item.sha256 for item in stored]))
+        config = spec.settings(digests(stored))
+        return lambda history: history.store_inputs(run, packed, config)
 
-    writer.do(keep_inputs)
+    writer = HistoryWriter(store, run, prepare=prepare)
     return Recording(writer, CaseEncoder(spec.inputs))
 
 

@@ -55,6 +55,7 @@ from assay.results.model import (
     EvalMetricResultPerInvocation,
 )
 from assay.results.traces import Traces
+from assay.runner.scoring import CapturedRows
 
 RECORD_VERSION = 2
 
@@ -127,18 +128,43 @@ class CaseEncoder:
         if invocations:
             self._actual[id(invocations[0])] = (["t", set_id, eval_id, run], invocations)
 
-    def encode(self, result: EvalCaseResult) -> Encoded:
-        """The text to store for ``result``."""
-        overall = result.overall_eval_metric_results
+    def encode(self, result: EvalCaseResult, captured: CapturedRows | None = None) -> Encoded:
+        """The text to store for ``result``; ``captured``, its rows as scoring made them, spares
+        reading them back."""
         per_invocation = result.eval_metric_result_per_invocation
-        rows = list(chain(overall, *(p.eval_metric_results for p in per_invocation)))
-        fields = list(map(_FIELDS, rows))
+        rows = len(per_invocation) + 1
+        if captured is not None and all(len(c) == rows for c in captured.scores):
+            number, new = self._header(captured.heads)
+            scores = list(chain.from_iterable(zip(*captured.scores, strict=True)))
+            statuses = bytes(chain.from_iterable(zip(*captured.statuses, strict=True))).hex()
+            return self._record(result, number, new, scores, statuses, captured.details)
+        overall = result.overall_eval_metric_results
+        everything = list(chain(overall, *(p.eval_metric_results for p in per_invocation)))
+        fields = list(map(_FIELDS, everything))
         heads: list[Head] = list(map(_HEAD, fields))
         number, new = self._header(heads[: len(overall)])
-        header = self.headers[number]
-        stored = (number, _header_text(header)) if new else None
-        if heads != self._repeated(number, len(per_invocation) + 1):
+        if heads != self._repeated(number, rows):
+            stored = (number, _header_text(self.headers[number])) if new else None
             return Encoded(result.model_dump_json(), stored)  # stored in full
+        width = len(overall)
+        details = [_FIELDS(_DETAILS(f)) for f in fields]
+        by_metric = [
+            [None if d == _NO_DETAILS else d for d in details[j::width]] for j in range(width)
+        ]
+        scores = list(map(_SCORE, fields))
+        statuses = bytes(map(_STATUS, fields)).hex()
+        return self._record(result, number, new, scores, statuses, by_metric)
+
+    def _record(
+        self,
+        result: EvalCaseResult,
+        number: int,
+        new: bool,
+        scores: list[float | None],
+        statuses: str,
+        details: Sequence[Sequence[dict[str, Any] | None]],
+    ) -> Encoded:
+        """The stored text of a case whose rows follow header ``number``."""
         record: dict[str, Any] = {
             "v": RECORD_VERSION,
             "k": number,
@@ -150,22 +176,23 @@ class CaseEncoder:
                 result.session_id,
                 result.user_id,
             ],
-            "s": list(map(_SCORE, fields)),
-            "t": bytes(map(_STATUS, fields)).hex(),
+            "s": scores,
+            "t": statuses,
             "n": _notes(result.assay),
         }
-        details = list(map(_FIELDS, map(_DETAILS, fields)))
-        if details.count(_NO_DETAILS) != len(details):
-            record.update(_details(details, len(header)))
+        record.update(_details(details))
         if result.session_details is not None or result.eval_metric_results is not None:
             record["x"] = [result.session_details, result.eval_metric_results]
+        per_invocation = result.eval_metric_result_per_invocation
         if per_invocation:
             record["a"] = self._actual_ref(per_invocation)
             record["e"] = self._expected_ref(per_invocation)
+        stored = (number, _header_text(self.headers[number])) if new else None
         return Encoded(pydantic_core.to_json(record).decode("utf-8"), stored)
 
-    def _header(self, heads: list[Head]) -> tuple[int, bool]:
+    def _header(self, given: Sequence[Head]) -> tuple[int, bool]:
         """The number of the run's header the case's own rows follow (a new one if none)."""
+        heads = list(given)
         if self.headers and heads == list(self.headers[self._last]):
             return self._last, False
         names = tuple(h[0] for h in heads)
@@ -205,21 +232,21 @@ class CaseEncoder:
         return {"inline": _INVOCATIONS.dump_python(expected, mode="json", exclude_none=True)}
 
 
-def _details(details: list[dict[str, Any]], width: int) -> dict[str, Any]:
+def _details(by_metric: Sequence[Sequence[dict[str, Any] | None]]) -> dict[str, Any]:
     """``D``: ``[metric, details]`` for each metric whose rows all have the same details (the
     case's and every invocation's), and ``d``: ``[row, details]`` for the other rows that have
-    any."""
+    any; ``by_metric`` holds each metric's rows' details, None where empty."""
+    width = len(by_metric)
     same: list[tuple[int, dict[str, Any]]] = []
     rows: list[tuple[int, dict[str, Any]]] = []
-    for column in range(width):
-        values = details[column::width]
-        first = values[0]
+    for column, values in enumerate(by_metric):
+        first = values[0] if values else None
         if values.count(first) == len(values):
-            if first != _NO_DETAILS:
+            if first is not None:
                 same.append((column, first))
             continue
         rows.extend(
-            (column + width * i, value) for i, value in enumerate(values) if value != _NO_DETAILS
+            (column + width * i, value) for i, value in enumerate(values) if value is not None
         )
     found: dict[str, Any] = {}
     if same:

@@ -53,7 +53,7 @@ from pydantic import ValidationError
 from assay._version import __version__
 from assay.errors import InputError
 from assay.history.compact import Header, Inputs, RecordError, decode, may_need_inputs, parse_header
-from assay.history.inputs import InputFile, StoredInput, load_stored
+from assay.history.inputs import InputFile, PackedInput, StoredInput, load_stored
 from assay.history.records import (
     CaseRow,
     HistoryError,
@@ -293,19 +293,17 @@ class HistoryStore:
             raise HistoryError(f"{self.path}: cannot write the run history: {exc}") from None
 
     def store_inputs(
-        self, run_id: str, stored: Sequence[StoredInput], config: Mapping[str, Any]
+        self, run_id: str, packed: Sequence[PackedInput], config: Mapping[str, Any]
     ) -> None:
         """Keep the run's input files (each file's bytes once, by sha256) and its config, now
         with the files' hashes."""
         try:
             with self._transaction() as db:
-                for item in stored:
-                    known = db.execute("SELECT 1 FROM blobs WHERE sha256 = ?", (item.sha256,))
-                    if known.fetchone() is None:
-                        packed = zlib.compress(item.data, 1)  # lets go of the GIL
+                for item in packed:
+                    if item.packed is not None:
                         db.execute(
-                            "INSERT INTO blobs VALUES (?, ?, ?)",
-                            (item.sha256, len(item.data), packed),
+                            "INSERT OR IGNORE INTO blobs VALUES (?, ?, ?)",
+                            (item.sha256, item.size, item.packed),
                         )
                     db.execute(
                         "INSERT OR REPLACE INTO run_inputs VALUES (?, ?, ?, ?, ?)",
@@ -317,6 +315,22 @@ class HistoryStore:
                 )
         except sqlite3.Error as exc:
             raise HistoryError(f"{self.path}: cannot write the run history: {exc}") from None
+
+    def known_blobs(self, digests: Sequence[str]) -> set[str]:
+        """Which of these sha256 the history already keeps. Safe from any thread: it reads
+        through a connection of its own."""
+        try:
+            db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=5)
+        except sqlite3.Error:
+            return set()
+        try:
+            marks = ",".join("?" * len(digests))
+            rows = db.execute(f"SELECT sha256 FROM blobs WHERE sha256 IN ({marks})", digests)
+            return {str(row[0]) for row in rows}
+        except sqlite3.Error:
+            return set()
+        finally:
+            db.close()
 
     def finish_run(
         self,

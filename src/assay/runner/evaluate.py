@@ -29,7 +29,7 @@ from assay.results.model import EvalCaseResult, EvalSetResult, JudgeInfo, RunSum
 from assay.results.traces import Traces
 from assay.runner.agent_run import SIMULATOR, AgentSettings, Attempt, SimulatorFactory, infer_set
 from assay.runner.inference import CaseInference
-from assay.runner.scoring import ConfiguredMetric, score_case
+from assay.runner.scoring import Captures, ConfiguredMetric, score_case
 
 
 @dataclass(frozen=True)
@@ -158,6 +158,7 @@ async def _evaluate_set(
     judges: JudgeProvider | None,
     started: float | None = None,
     done: DoneCases | None = None,
+    captures: Captures | None = None,
 ) -> EvalSetResult:
     started = time.perf_counter() if started is None else started
     eval_set = job.loaded.eval_set
@@ -179,6 +180,7 @@ async def _evaluate_set(
                 attempt.reason,
                 attempt.run,
                 attempt.simulator_usage,
+                captures,
             )
         if on_case is not None:
             on_case(job, result)
@@ -251,6 +253,7 @@ async def evaluate(
     on_inference: Callable[[EvalSetJob, list[CaseInference]], None] | None = None,
     judges: JudgeProvider | JudgeSettings | None = None,
     done: DoneCases | None = None,
+    captures: Captures | None = None,
 ) -> list[EvalSetResult]:
     """Score every case of every eval set; one result per set.
 
@@ -258,7 +261,9 @@ async def evaluate(
     result per case and run). ``on_inference`` gets each set's inferences before they are
     scored (``--save-traces``). ``judges`` is a provider to use as it is, or the settings of the
     judge pool this run opens (and closes) itself; by default :class:`JudgeSettings` ``()``.
-    Cases in ``done`` are taken as they are (``on_case`` is not called for them).
+    Cases in ``done`` are taken as they are (``on_case`` is not called for them). With
+    ``captures``, each scored case's rows are captured there for the run history (see
+    :class:`~assay.runner.scoring.CapturedRows`).
     """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
@@ -291,7 +296,7 @@ async def evaluate(
                 return skipped.get(case.eval_id) or found.get(case.eval_id, [])
 
         return await _evaluate_set(
-            job, attempts, registry, semaphore, on_case, provider, started, done
+            job, attempts, registry, semaphore, on_case, provider, started, done, captures
         )
 
     async def run(provider: JudgeProvider | None) -> list[EvalSetResult]:
@@ -329,6 +334,7 @@ def evaluate_sync(
     on_inference: Callable[[EvalSetJob, list[CaseInference]], None] | None = None,
     judges: JudgeProvider | JudgeSettings | None = None,
     done: DoneCases | None = None,
+    captures: Captures | None = None,
 ) -> list[EvalSetResult]:
     """:func:`evaluate` for code that is not async."""
     return run_sync(
@@ -342,5 +348,6 @@ def evaluate_sync(
             on_inference=on_inference,
             judges=judges,
             done=done,
+            captures=captures,
         )
     )

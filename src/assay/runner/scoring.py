@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 from assay.config import BaseCriterion
 from assay.evalset.case import EvalCase
@@ -35,6 +37,15 @@ class ConfiguredMetric:
     metric: Metric
     applies_to: CaseKind | None = None
 
+    @cached_property
+    def head(self) -> tuple[str, float | None, dict[str, Any] | None, None]:
+        """What each of its result rows says of it: name, threshold, criterion (as JSON), and
+        no custom function."""
+        criterion = self.criterion
+        if criterion is None:
+            return (self.name, None, None, None)
+        return (self.name, criterion.threshold, criterion.model_dump(mode="json"), None)
+
     def not_applicable(self, case: EvalCase) -> str | None:
         """Why the metric does not apply to ``case``, or None when it does."""
         if self.applies_to == "conversation" and case.conversation is None:
@@ -42,6 +53,37 @@ class ConfiguredMetric:
         if self.applies_to == "scenario" and case.conversation_scenario is None:
             return "not applicable: judges a simulated user; this case is a static conversation"
         return None
+
+
+@dataclass
+class CapturedRows:
+    """A case's metric rows as they were made, for the run history to encode without reading
+    the rows back (:mod:`assay.history.compact`): per metric, its head and the score, status
+    and details (None when empty) of the case's row, then of each invocation's."""
+
+    heads: list[tuple[str, float | None, dict[str, Any] | None, None]] = field(default_factory=list)
+    scores: list[list[float | None]] = field(default_factory=list)
+    statuses: list[list[EvalStatus]] = field(default_factory=list)
+    details: list[list[dict[str, Any] | None]] = field(default_factory=list)
+
+    def add(self, configured: ConfiguredMetric, rows: Sequence[EvalMetricResult]) -> None:
+        """One metric's rows, the case's first."""
+        self.heads.append(configured.head)
+        self.scores.append([row.score for row in rows])
+        self.statuses.append([row.eval_status for row in rows])
+        self.details.append([_details_or_none(row) for row in rows])
+
+
+Captures = dict[int, CapturedRows]
+"""Captured rows by ``id`` of the case result they belong to."""
+
+
+def _details_or_none(row: EvalMetricResult) -> dict[str, Any] | None:
+    fields = row.details.__dict__
+    return None if fields == _NO_DETAILS else fields
+
+
+_NO_DETAILS = dict.fromkeys(EvalMetricResultDetails.model_fields)
 
 
 def case_status(statuses: Sequence[EvalStatus]) -> EvalStatus:
@@ -80,12 +122,12 @@ def _metric_row(
     rubric_scores: object = None,
     details: dict[str, object] | None = None,
 ) -> EvalMetricResult:
-    criterion = configured.criterion
+    name, threshold, criterion, _ = configured.head
     extra = dict(details or {})
     return EvalMetricResult(
-        metric_name=configured.name,
-        threshold=criterion.threshold if criterion is not None else None,
-        criterion=criterion.model_dump(mode="json") if criterion is not None else None,
+        metric_name=name,
+        threshold=threshold,
+        criterion=criterion,
         score=score,
         eval_status=status,
         details=EvalMetricResultDetails.model_validate({"rubric_scores": rubric_scores, **extra}),
@@ -108,6 +150,7 @@ async def score_case(
     missing_reason: str | None = None,
     run: int = 1,
     simulator_usage: TokenUsage | None = None,
+    captures: Captures | None = None,
 ) -> EvalCaseResult:
     """Score one case. ``actual`` None means there is nothing to score, for ``missing_reason``.
 
@@ -115,7 +158,8 @@ async def score_case(
     (ADK aborts the whole run): the metrics still run (those needing expected invocations say
     why they cannot score), and the case is NOT_EVALUATED with the counts as its reason.
     A metric that does not apply to this kind of case is not run: NOT_EVALUATED, listed in
-    ``assay.not_applicable``.
+    ``assay.not_applicable``. With ``captures``, the rows are also captured there as they are
+    made (:class:`CapturedRows`), for the run history.
     """
     started = time.perf_counter()
     user_id = case.session_input.user_id if case.session_input else "test_user_id"
@@ -124,10 +168,13 @@ async def score_case(
         reason = missing_reason or "no actual invocations"
         notes.reason = reason
         overall = []
+        captured = CapturedRows() if captures is not None else None
         for configured in metrics:
             overall.append(_metric_row(configured, None, EvalStatus.NOT_EVALUATED))
             notes.metric_reasons[configured.name] = reason
-        return EvalCaseResult(
+            if captured is not None:
+                captured.add(configured, overall[-1:])
+        missing = EvalCaseResult(
             eval_set_file=eval_set_id,
             eval_set_id=eval_set_id,
             eval_id=case.eval_id,
@@ -136,6 +183,9 @@ async def score_case(
             user_id=user_id,
             assay=notes,
         )
+        if captures is not None and captured is not None:
+            captures[id(missing)] = captured
+        return missing
     expected = case.conversation
     if expected is not None and len(expected) != len(actual):
         notes.reason = f"expected {len(expected)} invocations, got {len(actual)}"
@@ -147,6 +197,7 @@ async def score_case(
         for i, inv in enumerate(actual)
     ]
     overall = []
+    captured = CapturedRows() if captures is not None else None
     for configured in metrics:
         skip = configured.not_applicable(case)
         if skip is not None:
@@ -163,11 +214,20 @@ async def score_case(
             notes.metric_reasons[configured.name] = result.reason
         if result.notes is not None:
             notes.metrics[configured.name] = result.notes
-        for i, row in enumerate(rows):
-            entry = result.per_invocation[i] if i < len(result.per_invocation) else None
-            row.eval_metric_results.append(_invocation_row(configured, result, entry))
+        made = [
+            _invocation_row(
+                configured,
+                result,
+                result.per_invocation[i] if i < len(result.per_invocation) else None,
+            )
+            for i in range(len(rows))
+        ]
+        for row, metric_row in zip(rows, made, strict=True):
+            row.eval_metric_results.append(metric_row)
+        if captured is not None:
+            captured.add(configured, [overall[-1], *made])
     notes.duration_s = round(time.perf_counter() - started, 6)
-    return EvalCaseResult(
+    scored = EvalCaseResult(
         eval_set_file=eval_set_id,
         eval_set_id=eval_set_id,
         eval_id=case.eval_id,
@@ -181,3 +241,6 @@ async def score_case(
         user_id=user_id,
         assay=notes,
     )
+    if captures is not None and captured is not None:
+        captures[id(scored)] = captured
+    return scored
