@@ -70,6 +70,8 @@ _HEAD = operator.itemgetter("metric_name", "threshold", "criterion", "custom_fun
 _SCORE = operator.itemgetter("score")
 _STATUS = operator.itemgetter("eval_status")
 _DETAILS = operator.itemgetter("details")
+_ACTUAL = operator.attrgetter("actual_invocation")
+_EXPECTED = operator.attrgetter("expected_invocation")
 _NO_DETAILS = dict.fromkeys(EvalMetricResultDetails.model_fields)
 
 
@@ -216,14 +218,14 @@ class CaseEncoder:
         return found
 
     def _actual_ref(self, rows: Sequence[EvalMetricResultPerInvocation]) -> Any:
-        actual: list[Invocation | None] = [r.actual_invocation for r in rows]
+        actual: list[Invocation | None] = list(map(_ACTUAL, rows))
         found = self._actual.get(id(actual[0]))
         if found is not None and _same(found[1], actual):
             return found[0]
         return _INVOCATIONS.dump_python(actual, mode="json", exclude_none=True)
 
     def _expected_ref(self, rows: Sequence[EvalMetricResultPerInvocation]) -> Any:
-        expected = [r.expected_invocation for r in rows]
+        expected: list[Invocation | None] = list(map(_EXPECTED, rows))
         if expected.count(None) == len(expected):
             return None
         found = self._expected.get(id(expected[0]))

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from assay.errors import AssayError
 from assay.llm.cache import ResponseCache
@@ -56,10 +56,10 @@ class RunInfo:
         return self.passed / self.cases if self.cases else None
 
 
-@dataclass(frozen=True)
-class CaseRow:
+class CaseRow(NamedTuple):
     """A finished case as written: its place, status, tokens, the time it finished, its stored
-    text, and the metric header that text introduces (number and JSON), if any."""
+    text, and the metric header that text introduces (number and JSON), if any. (A named tuple:
+    one is made per case, and a frozen dataclass costs several times as much to build.)"""
 
     eval_set_id: str
     eval_id: str
