@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from _support import Example
 
-from assay.config import load_config
+from assay.config import EvalConfig, load_config
 from assay.evalset.invocation import Invocation
 from assay.evalset.io import load_eval_set
 from assay.history.compact import (
@@ -196,3 +196,36 @@ def test_rows_captured_while_scoring_encode_as_the_rows_read_back(example: Examp
         assert fast.text == slow.text and fast.new_header == slow.new_header
         assert decode(fast.text, dict(enumerate(with_captured.headers)), inputs) == case
     assert captures == {}
+
+
+def test_captured_details_that_vary_by_row_and_by_case_encode_as_read_back(
+    example: Example,
+) -> None:
+    """Rows made of no rubric scores: a metric's details shared by its rows (and remembered from
+    case to case) or differing by row, all stored as reading the rows back stores them."""
+    config = EvalConfig.model_validate({"criteria": {"response_match_score": 0.5}})
+    eval_set = load_eval_set(example.evalset)
+    traces = load_traces([example.traces])
+    cases = list(traces.by_case.values())
+    assert [len(c) for c in cases] == [1, 2, 1, 1, 2]
+    cases[0][0].duration = 2.0
+    for number, invocation in enumerate(cases[1]):
+        invocation.duration = 1.0 + number  # differs by row
+    cases[3][0].duration = 2.0  # as case 0, after case 2 had none
+    for invocation in cases[4]:
+        invocation.duration = 3.0  # the same on every row, not as before
+    job = EvalSetJob(eval_set, config, "inline")
+    captures: dict[int, CapturedRows] = {}
+    [result] = evaluate_sync([job], traces, captures=captures)
+    inputs = Inputs([eval_set.eval_set], traces)
+    with_captured, read_back = CaseEncoder(inputs), CaseEncoder(inputs)
+
+    texts = []
+    for case in result.eval_case_results:
+        fast = with_captured.encode(case, captures.pop(id(case)))
+        assert fast.text == read_back.encode(case).text
+        assert decode(fast.text, dict(enumerate(with_captured.headers)), inputs) == case
+        texts.append(fast.text)
+    assert ['"total_seconds":2.0' in text for text in texts] == [True, True, False, True, False]
+    assert ['"d":[[' in text for text in texts] == [False, True, False, False, False]
+    assert '[4,{"duration_details":{"total_seconds":3.0,' in texts[4]

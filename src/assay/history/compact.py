@@ -55,24 +55,22 @@ from assay.results.model import (
     EvalMetricResultPerInvocation,
 )
 from assay.results.traces import Traces
-from assay.runner.scoring import CapturedRows
+from assay.runner.scoring import CapturedRows, Head, RowValues, set_details
 
 RECORD_VERSION = 2
 
-Head = tuple[str, float | None, dict[str, Any] | None, str | None]
-"""One metric as a row names it: name, threshold, criterion, custom function (always None in a
-header: a row with a custom function is stored in full)."""
 Header = tuple[Head, ...]
+"""The metrics every row of a case follows (a row with a custom function is stored in full)."""
 
 _INVOCATIONS = TypeAdapter(list[Invocation | None])
 _FIELDS = operator.attrgetter("__dict__")  # a row's fields: faster than attribute lookups
 _HEAD = operator.itemgetter("metric_name", "threshold", "criterion", "custom_function_path")
+_FIRST, _SECOND, _THIRD, _FOURTH = map(operator.itemgetter, range(4))
 _SCORE = operator.itemgetter("score")
 _STATUS = operator.itemgetter("eval_status")
 _DETAILS = operator.itemgetter("details")
 _ACTUAL = operator.attrgetter("actual_invocation")
 _EXPECTED = operator.attrgetter("expected_invocation")
-_NO_DETAILS = dict.fromkeys(EvalMetricResultDetails.model_fields)
 
 
 class RecordError(ValueError):
@@ -119,6 +117,7 @@ class CaseEncoder:
                 for run, invocations in runs.items():
                     self._remember_trace(set_id, eval_id, run, invocations)
         self._last = 0
+        self._shared: dict[int, tuple[dict[str, Any], dict[str, Any] | None]] = {}
         self._repeats: dict[tuple[int, int], list[Head]] = {}
         self._by_names: dict[tuple[str, ...], list[int]] = {}
         for number, header in enumerate(self.headers):
@@ -135,11 +134,13 @@ class CaseEncoder:
         reading them back."""
         per_invocation = result.eval_metric_result_per_invocation
         rows = len(per_invocation) + 1
-        if captured is not None and all(len(c) == rows for c in captured.scores):
+        if captured is not None and captured.length == rows:
             number, new = self._header(captured.heads)
-            scores = list(chain.from_iterable(zip(*captured.scores, strict=True)))
-            statuses = bytes(chain.from_iterable(zip(*captured.statuses, strict=True))).hex()
-            return self._record(result, number, new, scores, statuses, captured.details)
+            by_row = list(chain.from_iterable(zip(*captured.values, strict=True)))
+            scores = list(map(_FIRST, by_row))
+            statuses = bytes(map(_SECOND, by_row)).hex()
+            details = self._captured_details(captured, by_row)
+            return self._record(result, number, new, scores, statuses, details)
         overall = result.overall_eval_metric_results
         everything = list(chain(overall, *(p.eval_metric_results for p in per_invocation)))
         fields = list(map(_FIELDS, everything))
@@ -149,10 +150,8 @@ class CaseEncoder:
             stored = (number, _header_text(self.headers[number])) if new else None
             return Encoded(result.model_dump_json(), stored)  # stored in full
         width = len(overall)
-        details = [_FIELDS(_DETAILS(f)) for f in fields]
-        by_metric = [
-            [None if d == _NO_DETAILS else d for d in details[j::width]] for j in range(width)
-        ]
+        every = [set_details(_DETAILS(f)) for f in fields]
+        by_metric = [every[j::width] for j in range(width)]
         scores = list(map(_SCORE, fields))
         statuses = bytes(map(_STATUS, fields)).hex()
         return self._record(result, number, new, scores, statuses, by_metric)
@@ -192,10 +191,36 @@ class CaseEncoder:
         stored = (number, _header_text(self.headers[number])) if new else None
         return Encoded(pydantic_core.to_json(record).decode("utf-8"), stored)
 
+    def _captured_details(
+        self, captured: CapturedRows, by_row: Sequence[RowValues]
+    ) -> list[list[dict[str, Any] | None]]:
+        """Each metric's rows' details as stored (:func:`set_details`), from what the rows were
+        made of: one shared value where all of a metric's rows were made of no rubric scores
+        and equal details (most metrics), which spares reading its rows."""
+        rubrics = list(map(_THIRD, by_row))
+        if rubrics.count(None) != len(rubrics):
+            return list(map(_metric_details, captured.values, captured.rows))
+        extras = list(map(_FOURTH, by_row))
+        width = len(captured.values)
+        found: list[list[dict[str, Any] | None]] = []
+        for column, rows in enumerate(captured.rows):
+            made_of = extras[column::width]
+            first = made_of[0]
+            if made_of.count(first) != len(made_of):
+                found.append([set_details(row.details) for row in rows])
+            elif not first:
+                found.append([None] * len(made_of))
+            else:  # the same as the last case's, usually: stored the same, found by ==
+                known = self._shared.get(column)
+                if known is None or known[0] != first:
+                    known = self._shared[column] = (first, set_details(rows[0].details))
+                found.append([known[1]] * len(made_of))
+        return found
+
     def _header(self, given: Sequence[Head]) -> tuple[int, bool]:
         """The number of the run's header the case's own rows follow (a new one if none)."""
         heads = list(given)
-        if self.headers and heads == list(self.headers[self._last]):
+        if self.headers and tuple(given) == self.headers[self._last]:
             return self._last, False
         names = tuple(h[0] for h in heads)
         for number in self._by_names.get(names, ()):
@@ -226,12 +251,26 @@ class CaseEncoder:
 
     def _expected_ref(self, rows: Sequence[EvalMetricResultPerInvocation]) -> Any:
         expected: list[Invocation | None] = list(map(_EXPECTED, rows))
-        if expected.count(None) == len(expected):
-            return None
         found = self._expected.get(id(expected[0]))
         if found is not None and _same(found[1], expected):
             return found[0]
+        if all(invocation is None for invocation in expected):  # not list.count: == is slow
+            return None
         return {"inline": _INVOCATIONS.dump_python(expected, mode="json", exclude_none=True)}
+
+
+def _metric_details(
+    values: Sequence[RowValues], rows: Sequence[EvalMetricResult]
+) -> list[dict[str, Any] | None]:
+    """A metric's rows' details as stored, as :meth:`CaseEncoder._captured_details` finds them
+    for one metric."""
+    count = len(values)
+    if list(map(_THIRD, values)).count(None) == count:
+        extras = list(map(_FOURTH, values))
+        first = extras[0]
+        if extras.count(first) == count:
+            return [set_details(rows[0].details) if first else None] * count
+    return [set_details(row.details) for row in rows]
 
 
 def _details(by_metric: Sequence[Sequence[dict[str, Any] | None]]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from assay.config import BaseCriterion
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
 from assay.llm.base import TokenUsage
-from assay.metrics.base import EvalStatus, Metric, MetricResult, PerInvocationResult, not_evaluated
+from assay.metrics.base import EvalStatus, Metric, MetricResult, not_evaluated
 from assay.metrics.registry import CaseKind
 from assay.results.model import (
     CaseNotes,
@@ -55,35 +55,58 @@ class ConfiguredMetric:
         return None
 
 
+Head = tuple[str, float | None, dict[str, Any] | None, str | None]
+"""A metric as each of its rows names it: name, threshold, criterion, custom function."""
+RowValues = tuple[float | None, EvalStatus, object, dict[str, Any] | None]
+"""What a metric row is made of: score, status, rubric scores, other details."""
+
+
 @dataclass
 class CapturedRows:
-    """A case's metric rows as they were made, for the run history to encode without reading
-    the rows back (:mod:`assay.history.compact`): per metric, its head and the score, status
-    and details (None when empty) of the case's row, then of each invocation's."""
+    """A case's metric rows as scoring made them, kept for the run history to encode
+    (:mod:`assay.history.compact`) without reading thirty cold rows back: per metric, its head,
+    what each row was made of (the case's row first, then each invocation's) and the rows.
+    Capturing only keeps references; the encoder does the rest."""
 
-    heads: list[tuple[str, float | None, dict[str, Any] | None, None]] = field(default_factory=list)
-    scores: list[list[float | None]] = field(default_factory=list)
-    statuses: list[list[EvalStatus]] = field(default_factory=list)
-    details: list[list[dict[str, Any] | None]] = field(default_factory=list)
+    heads: list[Head] = field(default_factory=list)
+    values: list[Sequence[RowValues]] = field(default_factory=list)
+    rows: list[Sequence[EvalMetricResult]] = field(default_factory=list)
+    length: int | None = None
+    """How many rows each metric has (-1 when they differ)."""
+
+    def made(
+        self,
+        configured: ConfiguredMetric,
+        values: Sequence[RowValues],
+        rows: Sequence[EvalMetricResult],
+    ) -> None:
+        """One metric's ``rows``, just made of ``values``."""
+        self.heads.append(configured.head)
+        self.values.append(values)
+        self.rows.append(rows)
+        if self.length is None:
+            self.length = len(rows)
+        elif self.length != len(rows):
+            self.length = -1
 
     def add(self, configured: ConfiguredMetric, rows: Sequence[EvalMetricResult]) -> None:
-        """One metric's rows, the case's first."""
-        self.heads.append(configured.head)
-        self.scores.append([row.score for row in rows])
-        self.statuses.append([row.eval_status for row in rows])
-        self.details.append([_details_or_none(row) for row in rows])
+        """One metric's ``rows``, read back."""
+        values = [
+            (row.score, row.eval_status, row.details.rubric_scores, set_details(row.details))
+            for row in rows
+        ]
+        self.made(configured, values, rows)
 
 
 Captures = dict[int, CapturedRows]
 """Captured rows by ``id`` of the case result they belong to."""
 
 
-def _details_or_none(row: EvalMetricResult) -> dict[str, Any] | None:
-    fields = row.details.__dict__
-    return None if fields == _NO_DETAILS else fields
-
-
-_NO_DETAILS = dict.fromkeys(EvalMetricResultDetails.model_fields)
+def set_details(details: EvalMetricResultDetails) -> dict[str, Any] | None:
+    """The fields of ``details`` that are set, or None when none is (as the history stores
+    them)."""
+    found = {key: value for key, value in details.__dict__.items() if value is not None}
+    return found or None
 
 
 def case_status(statuses: Sequence[EvalStatus]) -> EvalStatus:
@@ -134,12 +157,19 @@ def _metric_row(
     )
 
 
-def _invocation_row(
-    configured: ConfiguredMetric, result: MetricResult, entry: PerInvocationResult | None
-) -> EvalMetricResult:
-    if entry is None or result.status is EvalStatus.NOT_EVALUATED:
-        return _metric_row(configured, None, EvalStatus.NOT_EVALUATED)
-    return _metric_row(configured, entry.score, entry.status, entry.rubric_scores, entry.details)
+def _row_values(result: MetricResult, invocations: int) -> list[RowValues]:
+    """What the case's row of ``result``, then each invocation's, is made of; an invocation the
+    metric gave no verdict on is NOT_EVALUATED."""
+    values: list[RowValues] = [(result.score, result.status, result.rubric_scores, result.details)]
+    entries = result.per_invocation if result.status is not EvalStatus.NOT_EVALUATED else []
+    values.extend(
+        (entry.score, entry.status, entry.rubric_scores, entry.details) for entry in entries
+    )
+    values.extend(_NOT_EVALUATED for _ in range(invocations - len(entries)))
+    return values[: invocations + 1]
+
+
+_NOT_EVALUATED: RowValues = (None, EvalStatus.NOT_EVALUATED, None, None)
 
 
 async def score_case(
@@ -205,27 +235,17 @@ async def score_case(
             result = not_evaluated(configured.name, configured.criterion, actual, skip, expected)
         else:
             result = await _run_metric(configured, actual, expected, case)
-        overall.append(
-            _metric_row(
-                configured, result.score, result.status, result.rubric_scores, result.details
-            )
-        )
         if result.reason and result.status is EvalStatus.NOT_EVALUATED:
             notes.metric_reasons[configured.name] = result.reason
         if result.notes is not None:
             notes.metrics[configured.name] = result.notes
-        made = [
-            _invocation_row(
-                configured,
-                result,
-                result.per_invocation[i] if i < len(result.per_invocation) else None,
-            )
-            for i in range(len(rows))
-        ]
-        for row, metric_row in zip(rows, made, strict=True):
+        values = _row_values(result, len(rows))
+        made = [_metric_row(configured, *value) for value in values]
+        overall.append(made[0])
+        for row, metric_row in zip(rows, made[1:], strict=True):
             row.eval_metric_results.append(metric_row)
         if captured is not None:
-            captured.add(configured, [overall[-1], *made])
+            captured.made(configured, values, made)
     notes.duration_s = round(time.perf_counter() - started, 6)
     scored = EvalCaseResult(
         eval_set_file=eval_set_id,
