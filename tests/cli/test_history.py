@@ -49,6 +49,39 @@ def test_no_history_records_nothing(run_cli: RunCli, example: Example) -> None:
     assert not history().exists()
 
 
+def test_eval_sets_sharing_an_id_are_refused_a_history_that_would_merge_their_cases(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    twin = tmp_path / "twin.evalset.json"
+    twin.write_bytes(example.evalset.read_bytes())
+
+    given = ("--traces", example.traces, "--config", example.config)
+    refused = run_cli("eval", example.evalset, twin, *given)
+    kept = run_cli("eval", example.evalset, twin, *given, "--no-history")
+
+    assert refused.code == 2 and not history().exists()
+    assert f"{twin}: eval_set_id: eval set id 'travel_assistant' is also that of" in refused.err
+    assert "--no-history" in refused.err
+    assert kept.code == 0 and "10 passed" in kept.out
+
+
+def test_cases_sharing_an_eval_id_are_refused_a_history_that_would_merge_them(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    data = json.loads(example.evalset.read_text(encoding="utf-8"))
+    data["eval_cases"].append(data["eval_cases"][0])
+    repeated = tmp_path / "repeated.evalset.json"
+    repeated.write_text(json.dumps(data), encoding="utf-8")
+
+    given = ("--traces", example.traces, "--config", example.config)
+    refused = run_cli("eval", repeated, *given)
+    kept = run_cli("eval", repeated, *given, "--no-history")
+
+    assert refused.code == 2 and not history().exists()
+    assert f"{repeated}: eval_cases[5].eval_id: eval_id 'forecast_paris' repeats" in refused.err
+    assert kept.code == 0 and "6 passed" in kept.out
+
+
 def test_the_history_file_option_moves_the_history(
     run_cli: RunCli, example: Example, tmp_path: Path
 ) -> None:

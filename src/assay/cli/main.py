@@ -23,7 +23,7 @@ from assay._version import __version__
 from assay.agents.spec import resolve_agent
 from assay.cli.compare import compare
 from assay.cli.history import import_command, runs_command, show_command
-from assay.cli.recording import recorded, run_spec
+from assay.cli.recording import recorded, run_spec, unrecordable
 from assay.cli.report import report_command
 from assay.config import EvalConfig, default_config, load_config
 from assay.errors import AssayError, InputError
@@ -376,6 +376,8 @@ def eval_command(
     )
     _check_output_folders(outputs)
     jobs, traces = _load_inputs(eval_sets, config_path, traces_paths)
+    if history and (problems := unrecordable(jobs)):
+        raise InputError(problems)
     agent = None
     if agent_spec:
         agent = AgentSettings(

@@ -21,6 +21,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from assay.errors import Problem, format_path
 from assay.history.compact import CaseEncoder, Inputs
 from assay.history.inputs import InputFile, digests, input_files, pack, read_inputs
 from assay.history.records import (
@@ -87,6 +88,46 @@ def run_spec(
 
     inputs = Inputs([job.loaded.eval_set for job in jobs], None if agent else traces)
     return RunSpec([str(job.loaded.path) for job in jobs], files, inputs, settings)
+
+
+_UNRECORDABLE = "run with --no-history to evaluate it without recording"
+
+
+def unrecordable(jobs: Sequence[EvalSetJob]) -> list[Problem]:
+    """Why a run of ``jobs`` cannot be recorded: the history keys a run's cases by eval set id,
+    eval id and run number, so two cases that share the first two would be stored as one (and
+    a resumed run would give the second the first's result)."""
+    problems: list[Problem] = []
+    sets: dict[str, str] = {}
+    for job in jobs:
+        eval_set, file = job.loaded.eval_set, str(job.loaded.path)
+        other = sets.get(eval_set.eval_set_id)
+        if other is None:
+            sets[eval_set.eval_set_id] = file
+        else:  # another eval set, or the same file given twice
+            problems.append(
+                Problem(
+                    file,
+                    "eval_set_id" if job.loaded.format == "evalset" else "",
+                    f"eval set id '{eval_set.eval_set_id}' is also that of {other}: the run "
+                    "history keys cases by eval set id and eval id, so their cases would be "
+                    f"stored as one; give each eval set its own id, or {_UNRECORDABLE}",
+                )
+            )
+        first: dict[str, int] = {}
+        for index, case in enumerate(eval_set.eval_cases):
+            seen = first.setdefault(case.eval_id, index)
+            if seen != index:
+                problems.append(
+                    Problem(
+                        file,
+                        format_path(["eval_cases", index, "eval_id"]),
+                        f"eval_id '{case.eval_id}' repeats eval_cases[{seen}]: the run history "
+                        "keys cases by eval id, so the two would be stored as one; give each "
+                        f"case its own eval_id, or {_UNRECORDABLE}",
+                    )
+                )
+    return problems
 
 
 def run_config(
