@@ -198,15 +198,16 @@ class CaseEncoder:
         made of: one shared value where all of a metric's rows were made of no rubric scores
         and equal details (most metrics), which spares reading its rows."""
         rubrics = list(map(_THIRD, by_row))
-        if rubrics.count(None) != len(rubrics):
-            return list(map(_metric_details, captured.values, captured.rows))
+        judged = rubrics.count(None) != len(rubrics)  # some row has rubric scores
         extras = list(map(_FOURTH, by_row))
         width = len(captured.values)
         found: list[list[dict[str, Any] | None]] = []
         for column, rows in enumerate(captured.rows):
             made_of = extras[column::width]
             first = made_of[0]
-            if made_of.count(first) != len(made_of):
+            if made_of.count(first) != len(made_of) or (
+                judged and rubrics[column::width].count(None) != len(made_of)
+            ):
                 found.append([set_details(row.details) for row in rows])
             elif not first:
                 found.append([None] * len(made_of))
@@ -219,9 +220,9 @@ class CaseEncoder:
 
     def _header(self, given: Sequence[Head]) -> tuple[int, bool]:
         """The number of the run's header the case's own rows follow (a new one if none)."""
-        heads = list(given)
         if self.headers and tuple(given) == self.headers[self._last]:
             return self._last, False
+        heads = list(given)
         names = tuple(h[0] for h in heads)
         for number in self._by_names.get(names, ()):
             if heads == list(self.headers[number]):
@@ -257,20 +258,6 @@ class CaseEncoder:
         if all(invocation is None for invocation in expected):  # not list.count: == is slow
             return None
         return {"inline": _INVOCATIONS.dump_python(expected, mode="json", exclude_none=True)}
-
-
-def _metric_details(
-    values: Sequence[RowValues], rows: Sequence[EvalMetricResult]
-) -> list[dict[str, Any] | None]:
-    """A metric's rows' details as stored, as :meth:`CaseEncoder._captured_details` finds them
-    for one metric."""
-    count = len(values)
-    if list(map(_THIRD, values)).count(None) == count:
-        extras = list(map(_FOURTH, values))
-        first = extras[0]
-        if extras.count(first) == count:
-            return [set_details(rows[0].details) if first else None] * count
-    return [set_details(row.details) for row in rows]
 
 
 def _details(by_metric: Sequence[Sequence[dict[str, Any] | None]]) -> dict[str, Any]:
