@@ -30,3 +30,4 @@ def test_history_benchmark_records_every_case_and_reports(
     assert code in (0, 1)
     assert "40 cases" in out and "recording the scored results" in out
     assert "history file:" in out and "recording / scoring:" in out
+    assert "paired recording / scoring:" in out and "recording (the difference)" in out
