@@ -1,0 +1,290 @@
+"""Benchmark: how cheap could recording a case be? assay's recording against two floors.
+
+    .venv/bin/python benchmarks/bench_recording_floors.py [--cases 10000] [--seed 0]
+
+``bench_history.py`` shows recording a case costs more than the 5% of deterministic scoring
+issue 5 asks for. This script measures whether any way of recording from the same scored
+cases could get under it, on the same inputs (``bench_history``'s), the same paired way: each
+case is scored once alone and once with each way of recording, the order rotating from case
+to case, with the cyclic garbage collector off. The ways:
+
+``assay``
+    what ``assay eval`` does (``Recording.on_case``: the case encoded against the run's inputs
+    and written in 50 ms batches).
+``minimal record``
+    a floor for any record written in this process: per metric the scores, statuses and
+    details from what scoring captured, details left out when equal to the last case's, the
+    case's ids, notes and references to its inputs, as JSON, written in 50 ms batches. It
+    cannot be read back in full (details are not tracked per row); it is the least work such a
+    record can take.
+``hand-off``
+    a floor for writing from another process: the same values pickled in 50 ms batches to a
+    child process over a pipe (which discards them); all this process does.
+
+It also times whole runs (``evaluate``, as ``assay eval --traces`` scores) with the collector
+on and off, to show how much of a real run's scoring time is the collector's.
+
+Measured (2 shared cores; Python 3.11; 10,000 cases, 29,996 invocations, seed 0):
+
+    paired, case by case, collector off:
+      scoring alone                        442.9 us/case
+      recording: assay                      79.8 us/case   18.0% of scoring
+      recording: minimal record             57.1 us/case   12.9% of scoring
+      recording: hand-off                   31.5 us/case    7.1% of scoring
+    whole runs (evaluate, nothing recorded), best of 2:
+      scoring, collector on               1051.9 us/case
+      scoring, collector off               563.4 us/case
+
+(4,000 cases gave 17.8%, 12.9% and 7.5%.) So no way of recording these cases gets under 5% of
+the scoring work itself: not the least record this process could write, and not even handing
+the values to another process, whose pickling alone costs 7%. What costs is Python touching
+each case's ~24 metric rows at all, after scoring made them; getting under 5% takes scoring
+that makes its results in the form they are stored in (see docs/design.md). Against a whole
+run's scoring time, which the collector's passes over the accumulated results double, assay's
+recording is 7.6%, the minimal record 5.4% and the hand-off 3.0%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_history
+import pydantic_core
+
+from assay._async import run_sync
+from assay.cli.recording import Recording, run_spec, start_recording
+from assay.config import EvalConfig
+from assay.evalset.io import load_eval_set
+from assay.history.compact import _notes
+from assay.history.records import CaseRow, case_tokens
+from assay.history.writer import HistoryWriter
+from assay.metrics.registry import default_registry
+from assay.results.model import EvalCaseResult
+from assay.results.traces import Traces, load_traces
+from assay.runner.evaluate import EvalSetJob, configured_metrics, evaluate
+from assay.runner.scoring import CapturedRows, score_case
+
+Record = Callable[[EvalCaseResult], None]
+"""One way of recording a scored case (its rows captured under ``id(result)``)."""
+
+_SINK = "import os, shutil, sys; shutil.copyfileobj(sys.stdin.buffer, open(os.devnull, 'wb'))"
+
+
+class Refs:
+    """The run's inputs by object identity: a case's references, found in one lookup."""
+
+    def __init__(self, job: EvalSetJob, traces: Traces) -> None:
+        cases = job.loaded.eval_set.eval_cases
+        self.expected = {id(c.conversation): [0, i] for i, c in enumerate(cases)}
+        self.actual = {id(v): ["t", k[0], k[1], 1] for k, v in traces.by_case.items()}
+
+
+def minimal_record(captures: dict[int, CapturedRows], writer: HistoryWriter, refs: Refs) -> Record:
+    """The least work an in-process record of a case takes (see the module's docstring)."""
+    last: dict[int, Any] = {}
+
+    def record(result: EvalCaseResult) -> None:
+        captured = captures.pop(id(result))
+        scores: list[Any] = []
+        statuses: list[int] = []
+        details: list[Any] = []
+        for metric, values in enumerate(captured.values):
+            made_scores, made_statuses, rubrics, extra = zip(*values, strict=True)
+            scores += made_scores
+            statuses += made_statuses
+            first = extra[0]
+            if extra.count(first) != len(extra) or rubrics.count(None) != len(rubrics):
+                details.append([metric, list(extra)])
+            elif first != last.get(metric):
+                last[metric] = first
+                details.append([metric, first])
+        rows = result.eval_metric_result_per_invocation
+        text = pydantic_core.to_json(
+            {
+                "c": [result.eval_set_id, result.eval_id, int(result.final_eval_status)],
+                "s": scores,
+                "t": bytes(statuses).hex(),
+                "D": details,
+                "n": _notes(result.assay),
+                "a": refs.actual.get(id(rows[0].actual_invocation)) if rows else None,
+                "e": refs.expected.get(id(rows[0].expected_invocation)) if rows else None,
+            }
+        ).decode()
+        status = int(result.final_eval_status)
+        row = CaseRow(result.eval_set_id, result.eval_id, 1, status, 0, time.time(), text)
+        writer.write(row)
+
+    return record
+
+
+class HandOff:
+    """Each case's values pickled, in 50 ms batches, to a child process that discards them."""
+
+    def __init__(self, captures: dict[int, CapturedRows], refs: Refs) -> None:
+        self.captures, self.refs = captures, refs
+        self.child = subprocess.Popen([sys.executable, "-c", _SINK], stdin=subprocess.PIPE)
+        assert self.child.stdin is not None
+        self.pipe = self.child.stdin.fileno()
+        self.batch: list[Any] = []
+        self.due = time.monotonic() + 0.05
+
+    def __call__(self, result: EvalCaseResult) -> None:
+        captured = self.captures.pop(id(result))
+        rows = result.eval_metric_result_per_invocation
+        self.batch.append(
+            (
+                result.eval_set_file,
+                result.eval_set_id,
+                result.eval_id,
+                int(result.final_eval_status),
+                result.session_id,
+                result.user_id,
+                _notes(result.assay),
+                case_tokens(result),
+                time.time(),
+                self.refs.actual.get(id(rows[0].actual_invocation)) if rows else None,
+                self.refs.expected.get(id(rows[0].expected_invocation)) if rows else None,
+                captured.values,
+            )
+        )
+        if time.monotonic() >= self.due:
+            self.send()
+
+    def send(self) -> None:
+        data = pickle.dumps(self.batch, protocol=pickle.HIGHEST_PROTOCOL)
+        os.write(self.pipe, len(data).to_bytes(4, "little") + data)
+        self.batch.clear()
+        self.due = time.monotonic() + 0.05
+
+    def close(self) -> None:
+        if self.batch:
+            self.send()
+        assert self.child.stdin is not None
+        self.child.stdin.close()
+        self.child.wait()
+
+
+def paired(
+    job: EvalSetJob, traces: Traces, ways: dict[str, tuple[Record, dict[int, CapturedRows]]]
+) -> dict[str, float]:
+    """Seconds over all cases, scoring alone and scoring then recording each way: every case
+    scored once per way, the order rotating from case to case, the collector off."""
+    metrics = configured_metrics(job.config, default_registry())
+    set_id = job.loaded.eval_set.eval_set_id
+    names = ["alone", *ways]
+    totals = dict.fromkeys(names, 0.0)
+    clock = time.perf_counter
+
+    async def all_cases() -> None:
+        for number, case in enumerate(job.loaded.eval_set.eval_cases):
+            actual = traces.get(set_id, case.eval_id)
+            turn = number % len(names)
+            for name in names[turn:] + names[:turn]:
+                began = clock()
+                if name == "alone":
+                    await score_case(set_id, case, actual, metrics)
+                else:
+                    record, captures = ways[name]
+                    record(await score_case(set_id, case, actual, metrics, captures=captures))
+                totals[name] += clock() - began
+
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        run_sync(all_cases())
+    finally:
+        if collecting:
+            gc.enable()
+    return totals
+
+
+def whole_runs(jobs: Sequence[EvalSetJob], traces: Traces, repeats: int) -> dict[str, float]:
+    """Best seconds of whole runs (``evaluate``, nothing recorded), with the collector on
+    (the loaded inputs frozen out of its way first) and off, alternating."""
+    gc.collect()
+    gc.freeze()
+    best = {"collector on": float("inf"), "collector off": float("inf")}
+    try:
+        for _ in range(repeats):
+            for name in best:
+                if name == "collector off":
+                    gc.disable()
+                began = time.perf_counter()
+                run_sync(evaluate(jobs, traces))
+                best[name] = min(best[name], time.perf_counter() - began)
+                gc.enable()
+                gc.collect()
+    finally:
+        gc.unfreeze()
+    return best
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        evalset_path, traces_path = bench_history.write_inputs(args.cases, args.seed, folder)
+        config = EvalConfig.model_validate({"criteria": bench_history.CRITERIA})
+        jobs = [EvalSetJob(load_eval_set(evalset_path), config, "bench")]
+        traces = load_traces([traces_path])
+        run_sync(evaluate(jobs, traces))  # warms caches
+        spec = run_spec(jobs, traces, traces_paths=[str(traces_path)])
+        recording: Recording = start_recording(spec, history_file=str(folder / "assay.sqlite"))
+        floor: Recording = start_recording(spec, history_file=str(folder / "floor.sqlite"))
+        assert recording.captures is not None and floor.writer is not None
+        refs = Refs(jobs[0], traces)
+        mine: dict[int, CapturedRows] = {}
+        theirs: dict[int, CapturedRows] = {}
+        hand_off = HandOff(theirs, refs)
+        try:
+            totals = paired(
+                jobs[0],
+                traces,
+                {
+                    "assay": (lambda r: recording.on_case(jobs[0], r), recording.captures),
+                    "minimal record": (minimal_record(mine, floor.writer, refs), mine),
+                    "hand-off": (hand_off, theirs),
+                },
+            )
+        finally:
+            hand_off.close()
+            for each in (recording, floor):
+                each.finish([])
+                each.close()
+        whole = whole_runs(jobs, traces, args.repeats)
+
+    per_case = 1e6 / args.cases
+    alone = totals.pop("alone")
+    print(f"{args.cases:,} cases; paired, case by case, collector off:")
+    print(f"  {'scoring alone':<34} {alone * per_case:7.1f} us/case")
+    for name, total in totals.items():
+        cost = total - alone
+        print(
+            f"  {'recording: ' + name:<34} {cost * per_case:7.1f} us/case  "
+            f"{cost / alone:6.1%} of scoring"
+        )
+    print(f"whole runs (evaluate, nothing recorded), best of {args.repeats}:")
+    for name, seconds in whole.items():
+        print(f"  {'scoring, ' + name:<34} {seconds * per_case:7.1f} us/case")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
