@@ -1,12 +1,28 @@
-"""Helpers shared across the test suite: the bundled example's paths and CLI run results."""
+"""Helpers shared across the test suite: the bundled example's paths, CLI run results, and
+loading a benchmark script."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 EXAMPLE_DIR = Path(__file__).resolve().parent.parent / "examples" / "travel"
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def load_script(name: str, path: Path) -> ModuleType:
+    """The script at ``path`` (a benchmark, say) imported as module ``name``, registered in
+    ``sys.modules`` (dataclasses look their module up by name)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @dataclass(frozen=True)

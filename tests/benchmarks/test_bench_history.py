@@ -3,25 +3,18 @@ asserted: they depend on the machine)."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
-
-FOLDER = Path(__file__).resolve().parents[2] / "benchmarks"
+from _support import BENCHMARKS, load_script
 
 
 def test_history_benchmark_records_every_case_and_reports(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.syspath_prepend(str(FOLDER))
-    spec = importlib.util.spec_from_file_location("bench_history", FOLDER / "bench_history.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_history"] = module
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
     try:
-        spec.loader.exec_module(module)
+        module = load_script("bench_history", BENCHMARKS / "bench_history.py")
         code = module.main(["--cases", "40", "--repeats", "1"])
     finally:
         sys.modules.pop("bench_history", None)

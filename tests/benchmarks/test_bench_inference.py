@@ -3,25 +3,19 @@ the report gives both sides' times, the ratio and the checks."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from _support import load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_inference.py"
 TINY = ["--cases", "3", "--turns", "2", "--repeats", "1", "--adk-driver", "generator"]
 
 
 def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_inference", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_inference", SCRIPT)
 
 
 @pytest.fixture(scope="module")

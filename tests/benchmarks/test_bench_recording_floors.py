@@ -3,27 +3,18 @@ recording (its figures are for the note, not asserted: they depend on the machin
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
-
-FOLDER = Path(__file__).resolve().parents[2] / "benchmarks"
+from _support import BENCHMARKS, load_script
 
 
 def test_recording_floors_benchmark_reports_each_way_and_whole_runs(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.syspath_prepend(str(FOLDER))
-    spec = importlib.util.spec_from_file_location(
-        "bench_recording_floors", FOLDER / "bench_recording_floors.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_recording_floors"] = module
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
     try:
-        spec.loader.exec_module(module)
+        module = load_script("bench_recording_floors", BENCHMARKS / "bench_recording_floors.py")
         code = module.main(["--cases", "30", "--repeats", "1"])
     finally:
         sys.modules.pop("bench_recording_floors", None)

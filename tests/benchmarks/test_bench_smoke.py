@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from _support import load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_deterministic.py"
 
 
 def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_deterministic", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_deterministic", SCRIPT)
 
 
 def test_benchmark_reports_agreement(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,35 +3,23 @@ reports the agreement it should, and the throughput script times assay (and ADK)
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+from _support import BENCHMARKS, load_script
 
 
 @pytest.fixture(scope="module")
 def agreement() -> ModuleType:
-    return _load("judge_agreement_run", BENCHMARKS / "judge_agreement" / "run.py")
+    return load_script("judge_agreement_run", BENCHMARKS / "judge_agreement" / "run.py")
 
 
 @pytest.fixture(scope="module")
 def throughput() -> ModuleType:
-    return _load("bench_judge_throughput", BENCHMARKS / "bench_judge_throughput.py")
+    return load_script("bench_judge_throughput", BENCHMARKS / "bench_judge_throughput.py")
 
 
 # --------------------------------------------------------------------------- the labelled items
