@@ -35,7 +35,8 @@ Measured (2 shared cores; Python 3.11; 10,000 cases, 29,996 invocations, seed 0)
       scoring, collector on               1051.9 us/case
       scoring, collector off               563.4 us/case
 
-(4,000 cases gave 17.8%, 12.9% and 7.5%.) So no way of recording these cases gets under 5% of
+(4,000 cases gave 17.8%, 12.9% and 7.5%. With both cores busy compiling, 10,000 cases gave
+19.0%, 11.8% and 21.1%: a hand-off needs a free core for the other process.) So no way of recording these cases gets under 5% of
 the scoring work itself: not the least record this process could write, and not even handing
 the values to another process, whose pickling alone costs 7%. What costs is Python touching
 each case's ~24 metric rows at all, after scoring made them; getting under 5% takes scoring
@@ -83,12 +84,15 @@ _SINK = "import os, shutil, sys; shutil.copyfileobj(sys.stdin.buffer, open(os.de
 
 
 class Refs:
-    """The run's inputs by object identity: a case's references, found in one lookup."""
+    """The run's inputs by the identity of their first invocation: a case's references,
+    found in one lookup (without checking the other invocations, as assay does)."""
 
     def __init__(self, job: EvalSetJob, traces: Traces) -> None:
         cases = job.loaded.eval_set.eval_cases
-        self.expected = {id(c.conversation): [0, i] for i, c in enumerate(cases)}
-        self.actual = {id(v): ["t", k[0], k[1], 1] for k, v in traces.by_case.items()}
+        self.expected = {
+            id(c.conversation[0]): [0, i] for i, c in enumerate(cases) if c.conversation
+        }
+        self.actual = {id(v[0]): ["t", k[0], k[1], 1] for k, v in traces.by_case.items() if v}
 
 
 def minimal_record(captures: dict[int, CapturedRows], writer: HistoryWriter, refs: Refs) -> Record:
