@@ -23,6 +23,6 @@ def test_recording_floors_benchmark_reports_each_way_and_whole_runs(
     out = capsys.readouterr().out
     assert code == 0
     assert "30 cases" in out and "scoring alone" in out
-    for way in ("assay", "minimal record", "hand-off"):
+    for way in ("assay", "minimal record", "hand-off", "captured only", "columnar batch"):
         assert f"recording: {way}" in out
     assert "scoring, collector on" in out and "scoring, collector off" in out
