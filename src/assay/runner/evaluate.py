@@ -28,6 +28,7 @@ from assay.metrics.registry import JudgeProvider, MetricRegistry, default_regist
 from assay.results.model import EvalCaseResult, EvalSetResult, JudgeInfo, RunSummary, SetNotes
 from assay.results.traces import Traces
 from assay.runner.agent_run import SIMULATOR, AgentSettings, Attempt, SimulatorFactory, infer_set
+from assay.runner.collector import results_kept_frozen
 from assay.runner.inference import CaseInference
 from assay.runner.scoring import Captures, ConfiguredMetric, score_case
 
@@ -159,6 +160,7 @@ async def _evaluate_set(
     started: float | None = None,
     done: DoneCases | None = None,
     captures: Captures | None = None,
+    finished_case: Callable[[], None] | None = None,
 ) -> EvalSetResult:
     started = time.perf_counter() if started is None else started
     eval_set = job.loaded.eval_set
@@ -184,6 +186,8 @@ async def _evaluate_set(
             )
         if on_case is not None:
             on_case(job, result)
+        if finished_case is not None:
+            finished_case()
         return result
 
     scored = [one(case, attempt) for case in eval_set.eval_cases for attempt in attempts(case)]
@@ -296,17 +300,27 @@ async def evaluate(
                 return skipped.get(case.eval_id) or found.get(case.eval_id, [])
 
         return await _evaluate_set(
-            job, attempts, registry, semaphore, on_case, provider, started, done, captures
+            job,
+            attempts,
+            registry,
+            semaphore,
+            on_case,
+            provider,
+            started,
+            done,
+            captures,
+            finished_case,
         )
 
     async def run(provider: JudgeProvider | None) -> list[EvalSetResult]:
         return [await one_set(job, provider) for job in jobs]
 
-    if isinstance(judges, JudgeSettings) or judges is None:
-        if not _needs_judge(jobs, registry) and not _needs_simulator(jobs, agent):
-            return await run(None)
-        return await _with_judge_pool(judges or JudgeSettings(), run)
-    return await run(judges)
+    with results_kept_frozen() as finished_case:
+        if isinstance(judges, JudgeSettings) or judges is None:
+            if not _needs_judge(jobs, registry) and not _needs_simulator(jobs, agent):
+                return await run(None)
+            return await _with_judge_pool(judges or JudgeSettings(), run)
+        return await run(judges)
 
 
 def _needs_simulator(jobs: Sequence[EvalSetJob], agent: AgentSettings | None) -> bool:
