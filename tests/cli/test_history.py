@@ -121,6 +121,18 @@ def test_show_prints_a_run_as_eval_printed_it(run_cli: RunCli, example: Example)
     assert table in shown.out
 
 
+def test_show_lists_a_set_larger_than_max_cases_as_eval_does(
+    run_cli: RunCli, example: Example
+) -> None:
+    evaluated = run_cli("eval", example.evalset, "--traces", example.regressed, "--max-cases", "3")
+    shown = run_cli("show", "latest", "--max-cases", "3")
+
+    assert shown.code == 0
+    table = evaluated.out[evaluated.out.index("travel_assistant") : evaluated.out.index("1 passed")]
+    assert "3 of the 4 cases that did not pass" in table
+    assert table in shown.out
+
+
 def test_show_of_an_unknown_run_names_it(run_cli: RunCli, example: Example) -> None:
     run_cli("eval", example.evalset, "--traces", example.traces)
     shown = run_cli("show", "20000101-nope")

@@ -83,6 +83,20 @@ def test_eval_on_the_regressed_traces_exits_1_with_failures_and_a_not_evaluated_
     assert f"no trace for this case in {example.regressed}" in flat(run.out)
 
 
+def test_a_set_larger_than_max_cases_is_shown_per_metric_then_its_cases_that_did_not_pass(
+    run_cli: RunCli, example: Example
+) -> None:
+    run = run_cli("eval", example.evalset, "--traces", example.regressed, "--max-cases", "3")
+
+    assert run.code == 1, run.output
+    out = flat(run.out)
+    assert f"travel_assistant ({example.evalset}): 5 cases" in out  # the table per metric
+    assert all(header in run.out for header in ("Passed", "Not evaluated", "Mean score"))
+    assert "3 of the 4 cases that did not pass, of 5 (--max-cases 0 lists every case)" in out
+    assert "forecast_paris" not in run.out  # the one case that passed is not listed
+    assert "1 passed, 2 failed, 2 not evaluated" in run.out
+
+
 def test_an_explicit_config_overrides_the_test_config_beside_the_eval_set(
     run_cli: RunCli, example: Example, tmp_path: Path
 ) -> None:

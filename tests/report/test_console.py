@@ -13,6 +13,7 @@ from assay.metrics.base import EvalStatus
 from assay.report.console import (
     detail_table,
     format_score,
+    metrics_table,
     print_results,
     results_table,
     status_text,
@@ -248,3 +249,58 @@ def test_status_and_summary_markup_render_as_plain_words() -> None:
     assert render(summary_line(RunSummary(passed=4, failed=0, not_evaluated=2))).strip() == (
         "4 passed, 0 failed, 2 not evaluated"
     )
+
+
+def _many(passed: int, failed: int) -> EvalSetResult:
+    """A set of ``passed`` passing then ``failed`` failing cases, named by number."""
+    cases = [PASSING.model_copy(update={"eval_id": f"pass_{i}"}) for i in range(passed)] + [
+        FAILING.model_copy(update={"eval_id": f"fail_{i}"}) for i in range(failed)
+    ]
+    return set_result(*cases)
+
+
+def test_a_set_within_max_cases_lists_every_case() -> None:
+    output = render(results_table(_many(3, 2), max_cases=5))
+
+    assert all(f"pass_{i}" in output for i in range(3)) and "fail_1" in output
+    assert "lists every case" not in output  # no caption: nothing left out
+
+
+def test_a_larger_set_lists_only_its_cases_that_did_not_pass_up_to_max_cases() -> None:
+    output = render(results_table(_many(8, 4), max_cases=3))
+
+    assert "pass_" not in output
+    assert "fail_0" in output and "fail_2" in output and "fail_3" not in output
+    assert "3 of the 4 cases that did not pass, of 12 (--max-cases 0 lists every case)" in output
+
+
+def test_max_cases_zero_lists_every_case_of_a_large_set() -> None:
+    output = render(results_table(_many(60, 1), max_cases=0))
+
+    assert "pass_0" in output and "pass_59" in output and "fail_0" in output
+
+
+def test_the_table_per_metric_counts_statuses_and_averages_scores_over_every_case() -> None:
+    na = PASSING.model_copy(
+        update={"eval_id": "scenario", "assay": CaseNotes(not_applicable=["response_match_score"])}
+    )
+    output = render(metrics_table(set_result(PASSING, PASSING, FAILING, na)))
+
+    assert "travel  (sets/travel.evalset.json): 4 cases" in output
+    # trajectory: 1.0, 1.0, 0.5 and the scenario's 1.0
+    assert has_row(output, "tool_trajectory_avg_score", "3", "1", "0", "0.8750")
+    # the scenario's row is not applicable: left out of the counts and the mean
+    assert has_row(output, "response_match_score", "2", "0", "0", "0.9392")
+    assert has_row(output, "final_response_match_v2", "0", "0", "1", "-")
+
+
+def test_print_results_shows_a_large_set_per_metric_then_its_cases_that_did_not_pass() -> None:
+    results = [_many(60, 2)]
+    console = Console(file=io.StringIO(), width=240, color_system=None, highlight=False)
+
+    print_results(console, results, RunSummary(passed=60, failed=2), detailed=True, max_cases=50)
+
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert text.index("62 cases") < text.index("fail_0")
+    assert "pass_0" not in text
+    assert text.rstrip().endswith("60 passed, 2 failed, 0 not evaluated")

@@ -18,7 +18,7 @@ from assay.history.adk_import import import_files
 from assay.history.records import RunInfo, default_history_path
 from assay.history.sources import results_for
 from assay.history.store import HistoryStore
-from assay.report.console import print_results
+from assay.report.console import MAX_CASES, MAX_CASES_HELP, print_results
 from assay.runner.evaluate import summarize
 
 _HISTORY_FILE_HELP = "The run history (default: $ASSAY_HISTORY, else .assay/history.sqlite)."
@@ -76,8 +76,15 @@ def runs_command(limit: int, history_file: str | None) -> None:
 @click.command("show")
 @click.argument("run", metavar="RUN")
 @click.option("--print-detailed-results", "detailed", is_flag=True, help="Per-invocation tables.")
+@click.option(
+    "--max-cases",
+    default=MAX_CASES,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help=MAX_CASES_HELP,
+)
 @click.option("--history-file", type=click.Path(dir_okay=False), help=_HISTORY_FILE_HELP)
-def show_command(run: str, detailed: bool, history_file: str | None) -> None:
+def show_command(run: str, detailed: bool, max_cases: int, history_file: str | None) -> None:
     """Print a run (an id, the beginning of one, or ``latest``; or a results file) as
     ``assay eval`` printed it."""
     console = _console()
@@ -86,7 +93,7 @@ def show_command(run: str, detailed: bool, history_file: str | None) -> None:
     if not Path(run).is_file():
         _print_run_header(console, path, run)
     cases = [case for result in results for case in result.eval_case_results]
-    print_results(console, results, summarize(cases), detailed=detailed)
+    print_results(console, results, summarize(cases), detailed=detailed, max_cases=max_cases)
 
 
 def _print_run_header(console: Console, path: Path, ref: str) -> None:

@@ -29,7 +29,7 @@ from assay.config import EvalConfig, default_config, load_config
 from assay.errors import AssayError, InputError
 from assay.evalset.io import load_eval_set
 from assay.metrics.base import EvalStatus
-from assay.report.console import print_results
+from assay.report.console import MAX_CASES, MAX_CASES_HELP, print_results
 from assay.report.progress import RunProgress
 from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.results.traces import Traces, load_traces
@@ -273,7 +273,14 @@ def cli() -> None:
 @click.option(
     "--print-detailed-results",
     is_flag=True,
-    help="Also print a per-invocation table for every case.",
+    help="Also print a per-invocation table for every case listed.",
+)
+@click.option(
+    "--max-cases",
+    default=MAX_CASES,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help=MAX_CASES_HELP,
 )
 @click.option(
     "--concurrency",
@@ -350,6 +357,7 @@ def eval_command(
     markdown_path: str | None,
     show_progress: bool,
     print_detailed_results: bool,
+    max_cases: int,
     concurrency: int,
     judge_model: str | None,
     judge_concurrency: int,
@@ -442,7 +450,7 @@ def eval_command(
         write_traces(Path(save_traces_path), [*kept, *saved])
         console.print(f"traces written to {escape(save_traces_path)}")
     summary = summarize([case for result in results for case in result.eval_case_results])
-    print_results(console, results, summary, detailed=print_detailed_results)
+    print_results(console, results, summary, detailed=print_detailed_results, max_cases=max_cases)
     if output_path:
         _write_output(Path(output_path), results)
         console.print(f"results written to {escape(output_path)}")

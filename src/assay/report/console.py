@@ -1,4 +1,10 @@
-"""The console view of a run: a table per eval set, a summary line, optional detail tables."""
+"""The console view of a run: a table per eval set, a summary line, optional detail tables.
+
+A large eval set is not listed case by case: past ``max_cases`` cases, its table lists only the
+cases that did not pass, up to that many, after a table per metric (passed, failed, not
+evaluated, mean score), and says how to see the rest. (Rich took about a minute to lay out a
+table of 10,000 cases, most of a deterministic ``assay eval`` of them, to print rows nobody
+reads; the HTML report and ``--output`` keep every case.)"""
 
 from __future__ import annotations
 
@@ -14,6 +20,13 @@ from assay.evalset.invocation import Invocation
 from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
 from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult, RunSummary
+
+MAX_CASES = 50
+"""Cases the CLI lists per eval set before it lists only those that did not pass."""
+MAX_CASES_HELP = (
+    "Cases listed per eval set; a larger set gets a table per metric and only its cases that "
+    "did not pass, up to this many (0: list every case)."
+)
 
 _STYLE = {
     EvalStatus.PASSED: "green",
@@ -58,17 +71,73 @@ def _shown(row: EvalMetricResult) -> bool:
     return not (row.eval_status is EvalStatus.INFORMATIONAL and row.score is None)
 
 
-def results_table(result: EvalSetResult) -> Table:
-    """One row per case and metric: score, threshold, status and why it was not evaluated."""
+def listed_cases(result: EvalSetResult, max_cases: int = 0) -> list[EvalCaseResult]:
+    """The cases a set's table lists: all of them when there are at most ``max_cases`` (or
+    ``max_cases`` is 0), else the first ``max_cases`` that did not pass."""
+    cases = result.eval_case_results
+    if max_cases <= 0 or len(cases) <= max_cases:
+        return list(cases)
+    return [case for case in cases if case.final_eval_status is not EvalStatus.PASSED][:max_cases]
+
+
+def _title(result: EvalSetResult) -> str:
     path = result.assay.eval_set_path if result.assay else None
-    title = escape(result.eval_set_id) + (f"  [dim]({escape(path)})[/]" if path else "")
-    table = Table(title=title, title_justify="left", show_lines=False)
+    return escape(result.eval_set_id) + (f"  [dim]({escape(path)})[/]" if path else "")
+
+
+def metrics_table(result: EvalSetResult) -> Table:
+    """One row per metric over the set's cases: passed, failed, not evaluated (cases it does
+    not apply to left out) and the mean of its scores."""
+    counts: dict[str, list[int]] = {}
+    scores: dict[str, list[float]] = {}
+    for case in result.eval_case_results:
+        for row in case.overall_eval_metric_results:
+            found = counts.setdefault(row.metric_name, [0, 0, 0])
+            found_scores = scores.setdefault(row.metric_name, [])
+            if row.metric_name in case.assay.not_applicable:
+                continue
+            if row.eval_status in _COUNTED:
+                found[_COUNTED[row.eval_status]] += 1
+            if row.score is not None:
+                found_scores.append(row.score)
+    cases = len(result.eval_case_results)
+    table = Table(title=f"{_title(result)}: {cases:,} cases", title_justify="left")
+    for column in ("Metric", "Passed", "Failed", "Not evaluated", "Mean score"):
+        table.add_column(column, justify="left" if column == "Metric" else "right")
+    for name, (passed, failed, unevaluated) in counts.items():
+        found_scores = scores[name]
+        mean = sum(found_scores) / len(found_scores) if found_scores else None
+        table.add_row(
+            escape(name), f"{passed:,}", f"{failed:,}", f"{unevaluated:,}", format_score(mean)
+        )
+    return table
+
+
+_COUNTED = {EvalStatus.PASSED: 0, EvalStatus.FAILED: 1, EvalStatus.NOT_EVALUATED: 2}
+
+
+def results_table(result: EvalSetResult, max_cases: int = 0) -> Table:
+    """One row per case and metric: score, threshold, status and why it was not evaluated; past
+    ``max_cases`` cases, only those that did not pass (:func:`listed_cases`), with a caption
+    that says so."""
+    cases = listed_cases(result, max_cases)
+    total = len(result.eval_case_results)
+    caption = None
+    if len(cases) < total:
+        failing = sum(
+            c.final_eval_status is not EvalStatus.PASSED for c in result.eval_case_results
+        )
+        caption = (
+            f"{len(cases):,} of the {failing:,} cases that did not pass, of {total:,} "
+            "(--max-cases 0 lists every case)"
+        )
+    table = Table(title=_title(result), title_justify="left", show_lines=False, caption=caption)
     for column in ("Case", "Metric", "Score", "Threshold", "Status", "Note"):
         table.add_column(
             column, overflow="fold", justify="right" if column in {"Score", "Threshold"} else "left"
         )
-    runs = any(case.assay.run > 1 for case in result.eval_case_results)
-    for case in result.eval_case_results:
+    runs = any(case.assay.run > 1 for case in cases)
+    for case in cases:
         run = f" (run {case.assay.run})" if runs else ""
         label = f"{escape(case.eval_id)}{run}\n{status_text(case.final_eval_status)}"
         rows = [row for row in case.overall_eval_metric_results if _shown(row)]
@@ -174,16 +243,24 @@ def detail_table(case: EvalCaseResult) -> Table:
 
 
 def print_results(
-    console: Console, results: Sequence[EvalSetResult], summary: RunSummary, detailed: bool = False
+    console: Console,
+    results: Sequence[EvalSetResult],
+    summary: RunSummary,
+    detailed: bool = False,
+    max_cases: int = 0,
 ) -> None:
-    """Print every set's table (and detail tables), then the summary line."""
+    """Print every set's table (and detail tables), then the summary line. A set of more than
+    ``max_cases`` cases (0: no limit) gets its table per metric, then the cases that did not
+    pass, up to ``max_cases``."""
     for result in results:
-        console.print(results_table(result))
+        if 0 < max_cases < len(result.eval_case_results):
+            console.print(metrics_table(result))
+        console.print(results_table(result, max_cases))
         judges = judges_line(result)
         if judges:
             console.print(judges)
         if detailed:
-            for case in result.eval_case_results:
+            for case in listed_cases(result, max_cases):
                 if case.eval_metric_result_per_invocation:
                     console.print(detail_table(case))
         console.print()
