@@ -57,6 +57,16 @@ def test_without_a_terminal_each_finished_case_is_one_plain_line() -> None:
     assert progress.done == 2 and progress.usage.calls == 3
 
 
+def test_a_log_line_shows_markup_literally_and_is_never_wrapped() -> None:
+    console, out = _console(terminal=False)  # 120 columns
+    eval_id = "[bold]x[/]_" + "y" * 200
+    with RunProgress(console, 1) as progress:
+        progress.case_done(None, _case(eval_id, 1))
+
+    [line] = out.getvalue().splitlines()
+    assert line.startswith(f"[1/1] travel / {eval_id} PASSED")
+
+
 def test_on_a_terminal_a_live_bar_counts_cases_and_leaves_no_log_lines() -> None:
     console, out = _console(terminal=True)
     with RunProgress(console, 3) as progress:

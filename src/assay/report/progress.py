@@ -4,7 +4,8 @@ On a terminal, a rich progress bar shows cases done out of all, and the LLM call
 retries and tokens of the cases finished so far. When output goes to a file or a CI log, one
 plain line per finished case is written instead (``[3/12] travel / greeting PASSED · 4 LLM
 calls, 1 cached, 0 retries, 1,234 tokens``), so the log is readable without escape codes. Both
-go to stderr, which leaves stdout for the results table.
+go to stderr, which leaves stdout for the results table. Log lines are written to the console's
+file as they are (ids are never read as markup, and never wrapped).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 from types import TracebackType
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -97,9 +97,9 @@ class RunProgress:
         if self.live:
             return
         run = f" (run {result.assay.run})" if result.assay.run > 1 else ""
-        self.console.print(
-            escape(f"[{self.done}/{self.total}]") + f" {escape(result.eval_set_id)} / "
-            f"{escape(result.eval_id)}{run} {result.final_eval_status.name} · {usage_text(spent)}",
-            highlight=False,
-            markup=True,
+        # Written as it is, not through rich: a log line needs no markup, wrapping or measuring,
+        # and printing 10,000 of them through Console.print cost as much as scoring them.
+        self.console.file.write(
+            f"[{self.done}/{self.total}] {result.eval_set_id} / {result.eval_id}{run} "
+            f"{result.final_eval_status.name} · {usage_text(spent)}\n"
         )
