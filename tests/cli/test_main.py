@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import importlib
 import json
 import os
 import re
@@ -9,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _support import CliRun, Example, RunCli
@@ -95,6 +98,30 @@ def test_a_set_larger_than_max_cases_is_shown_per_metric_then_its_cases_that_did
     assert "3 of the 4 cases that did not pass, of 5 (--max-cases 0 lists every case)" in out
     assert "forecast_paris" not in run.out  # the one case that passed is not listed
     assert "1 passed, 2 failed, 2 not evaluated" in run.out
+
+
+def test_inputs_are_loaded_with_the_collector_paused_and_scored_with_it_back_on(
+    run_cli: RunCli, example: Example, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cli = importlib.import_module("assay.cli.main")  # assay.cli.main is also the function
+    seen: dict[str, bool] = {}
+    load_traces, evaluate_sync = cli.load_traces, cli.evaluate_sync
+
+    def loading(*args: Any, **kwargs: Any) -> Any:
+        seen["loading"] = gc.isenabled()
+        return load_traces(*args, **kwargs)
+
+    def scoring(*args: Any, **kwargs: Any) -> Any:
+        seen["scoring"] = gc.isenabled()
+        return evaluate_sync(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "load_traces", loading)
+    monkeypatch.setattr(cli, "evaluate_sync", scoring)
+    run = run_cli("eval", example.evalset, "--traces", example.traces)
+
+    assert run.code == 0, run.output
+    assert seen == {"loading": False, "scoring": True}
+    assert gc.isenabled() and gc.get_freeze_count() == 0  # all unfrozen when the command ends
 
 
 def test_an_explicit_config_overrides_the_test_config_beside_the_eval_set(

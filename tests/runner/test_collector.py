@@ -13,7 +13,7 @@ from assay.config import load_config
 from assay.evalset.io import load_eval_set
 from assay.results.model import EvalCaseResult
 from assay.results.traces import load_traces
-from assay.runner.collector import results_kept_frozen
+from assay.runner.collector import collections_paused, results_kept_frozen
 from assay.runner.evaluate import EvalSetJob, evaluate_sync
 
 
@@ -25,7 +25,9 @@ def _collector_as_found() -> Iterator[None]:
     gc.enable()
     yield
     gc.unfreeze()
-    if not was_enabled:
+    if was_enabled:
+        gc.enable()
+    else:
         gc.disable()
 
 
@@ -85,3 +87,32 @@ def test_a_run_that_raises_still_unfreezes() -> None:
         case_done()
         raise RuntimeError("the run broke")
     assert gc.get_freeze_count() == 0
+
+
+def test_collections_are_paused_inside_the_block_and_the_collector_is_as_it_was_after() -> None:
+    with collections_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+    gc.disable()
+    with collections_paused():
+        assert not gc.isenabled()
+    assert not gc.isenabled()  # it was off: left off
+
+
+def test_a_load_that_raises_still_gets_its_collector_back() -> None:
+    with pytest.raises(ValueError), collections_paused():
+        raise ValueError("malformed input")
+    assert gc.isenabled()
+
+
+def test_what_a_paused_load_made_is_frozen_when_a_run_keeps_things_frozen() -> None:
+    with collections_paused():
+        loaded = [[i] for i in range(1000)]
+    assert gc.get_freeze_count() == 0  # no run: nothing frozen
+
+    with results_kept_frozen():
+        with collections_paused():
+            loaded = [[i] for i in range(1000)]
+        assert gc.get_freeze_count() >= 1000
+    assert gc.get_freeze_count() == 0 and loaded

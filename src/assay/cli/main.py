@@ -34,6 +34,7 @@ from assay.report.progress import RunProgress
 from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.results.traces import Traces, load_traces
 from assay.runner.agent_run import AgentSettings, recorded_inference, write_traces
+from assay.runner.collector import collections_paused, results_kept_frozen
 from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate_sync, summarize
 from assay.runner.inference import CaseInference, InferenceSettings
 
@@ -119,14 +120,15 @@ def _load_inputs(
     problems = []
     jobs: list[EvalSetJob] = []
     traces = Traces()
-    try:
-        jobs = _jobs(eval_sets, config_path)
-    except InputError as exc:
-        problems.extend(exc.problems)
-    try:
-        traces = load_traces(traces_paths)
-    except InputError as exc:
-        problems.extend(exc.problems)
+    with collections_paused():  # millions of objects and no garbage: see runner/collector.py
+        try:
+            jobs = _jobs(eval_sets, config_path)
+        except InputError as exc:
+            problems.extend(exc.problems)
+        try:
+            traces = load_traces(traces_paths)
+        except InputError as exc:
+            problems.extend(exc.problems)
     if problems:
         raise InputError(problems)
     return jobs, traces
@@ -516,9 +518,12 @@ def _looks_like_config(path: Path) -> bool:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the CLI, turning assay's errors into messages and exit codes."""
     try:
-        cli.main(
-            args=list(argv) if argv is not None else None, prog_name="assay", standalone_mode=False
-        )
+        with results_kept_frozen():  # the command's inputs and results: see runner/collector.py
+            cli.main(
+                args=list(argv) if argv is not None else None,
+                prog_name="assay",
+                standalone_mode=False,
+            )
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
