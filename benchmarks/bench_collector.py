@@ -25,10 +25,10 @@ Measured (2 shared cores; Python 3.11; 10,000 cases, 29,996 invocations, seed 0;
     frozen / left alone: wall 0.57x, cpu 0.57x
 
 The collector's 5.3 s in a run left alone is the whole difference: its full collections walk
-the loaded inputs and the results kept so far again and again. At the level of the whole
-``assay eval --traces`` command on the same 10,000 cases the saving is smaller (96-99 s
-against 99-106 s, two runs each), because most of that command is not scoring: see
-docs/design.md.
+the loaded inputs and the results kept so far again and again. The ``assay`` command also loads
+its inputs with the collector paused and keeps them frozen for the command (see
+``assay.runner.collector``); with that and a shorter console output, ``assay eval --traces`` on
+the same 10,000 cases went from 74-106 s to 17-21 s (docs/design.md).
 """
 
 from __future__ import annotations
