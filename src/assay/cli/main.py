@@ -19,6 +19,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from assay._collector import collections_paused, results_kept_frozen
 from assay._version import __version__
 from assay.agents.spec import resolve_agent
 from assay.cli.compare import compare
@@ -34,7 +35,6 @@ from assay.report.progress import RunProgress
 from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.results.traces import Traces, load_traces
 from assay.runner.agent_run import AgentSettings, recorded_inference, write_traces
-from assay.runner.collector import collections_paused, results_kept_frozen
 from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate_sync, summarize
 from assay.runner.inference import CaseInference, InferenceSettings
 
@@ -120,7 +120,7 @@ def _load_inputs(
     problems = []
     jobs: list[EvalSetJob] = []
     traces = Traces()
-    with collections_paused():  # millions of objects and no garbage: see runner/collector.py
+    with collections_paused():  # millions of objects and no garbage: see _collector.py
         try:
             jobs = _jobs(eval_sets, config_path)
         except InputError as exc:
@@ -518,7 +518,7 @@ def _looks_like_config(path: Path) -> bool:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the CLI, turning assay's errors into messages and exit codes."""
     try:
-        with results_kept_frozen():  # the command's inputs and results: see runner/collector.py
+        with results_kept_frozen():  # the command's inputs and results: see _collector.py
             cli.main(
                 args=list(argv) if argv is not None else None,
                 prog_name="assay",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
+from assay._collector import collections_paused
 from assay.errors import InputError, Problem, problems_from_validation
 from assay.results.model import EvalSetResult
 
@@ -24,7 +25,8 @@ def read_results_file(path: Path) -> list[EvalSetResult]:
     """The eval-set results in a results file; an :class:`~assay.errors.InputError` naming the
     file and JSON path when it is not one."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with collections_paused():  # millions of objects and no garbage: see assay._collector
+            data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InputError([Problem(str(path), "", exc.strerror or str(exc))]) from None
     except json.JSONDecodeError as exc:
@@ -35,7 +37,8 @@ def read_results_file(path: Path) -> list[EvalSetResult]:
             data = json.loads(data)
     listed = data if isinstance(data, list) else [data]
     try:
-        return _RESULTS.validate_python(listed)
+        with collections_paused():
+            return _RESULTS.validate_python(listed)
     except ValidationError as exc:
         problems = problems_from_validation(exc, str(path), listed, [])
         raise InputError(problems) from None
@@ -59,7 +62,7 @@ def results_for(source: str, history: Path | None = None) -> list[EvalSetResult]
             [Problem(source, "", f"no such results file, and no run history at {store_path}")]
         )
     try:
-        with HistoryStore(store_path) as store:
+        with HistoryStore(store_path) as store, collections_paused():  # see assay._collector
             return store.results(source)
     except HistoryError as exc:
         raise InputError([Problem(source, "", f"no such results file; {exc}")]) from None

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay._async import run_sync
+from assay._collector import results_kept_frozen
 from assay._version import __version__
 from assay.config import INFORMATIONAL_METRICS, BaseCriterion, EvalConfig, default_config
 from assay.evalset.case import EvalCase
@@ -28,7 +29,6 @@ from assay.metrics.registry import JudgeProvider, MetricRegistry, default_regist
 from assay.results.model import EvalCaseResult, EvalSetResult, JudgeInfo, RunSummary, SetNotes
 from assay.results.traces import Traces
 from assay.runner.agent_run import SIMULATOR, AgentSettings, Attempt, SimulatorFactory, infer_set
-from assay.runner.collector import results_kept_frozen
 from assay.runner.inference import CaseInference
 from assay.runner.scoring import Captures, ConfiguredMetric, score_case
 

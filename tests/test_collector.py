@@ -9,11 +9,11 @@ from collections.abc import Iterator
 import pytest
 from _support import Example
 
+from assay._collector import collections_paused, results_kept_frozen
 from assay.config import load_config
 from assay.evalset.io import load_eval_set
 from assay.results.model import EvalCaseResult
 from assay.results.traces import load_traces
-from assay.runner.collector import collections_paused, results_kept_frozen
 from assay.runner.evaluate import EvalSetJob, evaluate_sync
 
 
