@@ -28,7 +28,7 @@ The collector's 5.3 s in a run left alone is the whole difference: its full coll
 the loaded inputs and the results kept so far again and again. The ``assay`` command also loads
 its inputs with the collector paused and keeps them frozen for the command (see
 ``assay._collector``); with that and a shorter console output, ``assay eval --traces`` on
-the same 10,000 cases went from 74-106 s to 17-21 s (docs/design.md).
+the same 10,000 cases went from 74-106 s to 17-23 s (docs/design.md).
 """
 
 from __future__ import annotations
