@@ -33,7 +33,6 @@ the same 10,000 cases went from 74-106 s to 17-23 s (docs/design.md).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import gc
 import sys
@@ -106,11 +105,7 @@ def run(jobs: Sequence[EvalSetJob], traces: Traces, frozen: bool, clock: _Collec
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
+    args = bench_history.arguments(__doc__, argv, repeats=3)
 
     with tempfile.TemporaryDirectory() as tmp:
         evalset_path, traces_path = bench_history.write_inputs(args.cases, args.seed, Path(tmp))

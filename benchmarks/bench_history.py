@@ -89,6 +89,15 @@ CRITERIA = {
 TARGET = 0.05
 
 
+def arguments(doc: str | None, argv: Sequence[str] | None, *, repeats: int) -> argparse.Namespace:
+    """The options these benchmarks share: ``--cases``, ``--seed`` and ``--repeats``."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser.add_argument("--cases", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=repeats)
+    return parser.parse_args(argv)
+
+
 def write_inputs(cases: int, seed: int, folder: Path) -> tuple[Path, Path]:
     """An eval set of ``cases`` cases and a traces file of their actual invocations."""
     generated = bench_deterministic.generate(cases * 3, seed)[:cases]
@@ -235,11 +244,7 @@ def paired(jobs: Sequence[EvalSetJob], traces: Traces, traces_path: Path, histor
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
+    args = arguments(__doc__, argv, repeats=3)
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

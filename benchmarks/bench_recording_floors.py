@@ -61,7 +61,6 @@ would be borderline by these figures (see docs/design.md).
 
 from __future__ import annotations
 
-import argparse
 import gc
 import operator
 import os
@@ -344,11 +343,7 @@ def whole_runs(jobs: Sequence[EvalSetJob], traces: Traces, repeats: int) -> dict
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=2)
-    args = parser.parse_args(argv)
+    args = bench_history.arguments(__doc__, argv, repeats=2)
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -25,6 +25,22 @@ def load_script(name: str, path: Path) -> ModuleType:
     return module
 
 
+def run_benchmark(name: str, argv: list[str]) -> int:
+    """Run benchmark ``name``'s ``main(argv)`` from ``benchmarks/`` (which it imports its
+    siblings from), then forget it and the siblings it loaded."""
+    before = set(sys.modules)
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        code = load_script(name, BENCHMARKS / f"{name}.py").main(argv)
+        assert isinstance(code, int)
+        return code
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+        for loaded in set(sys.modules) - before:
+            if loaded.startswith("bench_"):
+                sys.modules.pop(loaded, None)
+
+
 @dataclass(frozen=True)
 class Example:
     """The files of ``examples/travel``."""

@@ -4,22 +4,15 @@
 from __future__ import annotations
 
 import gc
-import sys
 
 import pytest
-from _support import BENCHMARKS, load_script
+from _support import run_benchmark
 
 
 def test_collector_benchmark_reports_frozen_and_left_alone_runs(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    try:
-        module = load_script("bench_collector", BENCHMARKS / "bench_collector.py")
-        code = module.main(["--cases", "30", "--repeats", "1"])
-    finally:
-        sys.modules.pop("bench_collector", None)
-        sys.modules.pop("bench_history", None)
+    code = run_benchmark("bench_collector", ["--cases", "30", "--repeats", "1"])
 
     out = capsys.readouterr().out
     assert code == 0

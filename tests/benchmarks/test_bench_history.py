@@ -3,21 +3,14 @@ asserted: they depend on the machine)."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
-from _support import BENCHMARKS, load_script
+from _support import run_benchmark
 
 
 def test_history_benchmark_records_every_case_and_reports(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    try:
-        module = load_script("bench_history", BENCHMARKS / "bench_history.py")
-        code = module.main(["--cases", "40", "--repeats", "1"])
-    finally:
-        sys.modules.pop("bench_history", None)
+    code = run_benchmark("bench_history", ["--cases", "40", "--repeats", "1"])
 
     out = capsys.readouterr().out
     assert code in (0, 1)

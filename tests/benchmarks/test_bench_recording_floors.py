@@ -3,22 +3,14 @@ recording (its figures are for the note, not asserted: they depend on the machin
 
 from __future__ import annotations
 
-import sys
-
 import pytest
-from _support import BENCHMARKS, load_script
+from _support import run_benchmark
 
 
 def test_recording_floors_benchmark_reports_each_way_and_whole_runs(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    try:
-        module = load_script("bench_recording_floors", BENCHMARKS / "bench_recording_floors.py")
-        code = module.main(["--cases", "30", "--repeats", "1"])
-    finally:
-        sys.modules.pop("bench_recording_floors", None)
-        sys.modules.pop("bench_history", None)
+    code = run_benchmark("bench_recording_floors", ["--cases", "30", "--repeats", "1"])
 
     out = capsys.readouterr().out
     assert code == 0

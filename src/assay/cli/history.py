@@ -23,6 +23,15 @@ from assay.runner.evaluate import summarize
 
 _HISTORY_FILE_HELP = "The run history (default: $ASSAY_HISTORY, else .assay/history.sqlite)."
 
+max_cases_option = click.option(
+    "--max-cases",
+    default=MAX_CASES,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help=MAX_CASES_HELP,
+)
+"""``--max-cases``, as ``eval`` and ``show`` take it."""
+
 
 def _console(stderr: bool = False) -> Console:
     from assay.cli.main import _console as console
@@ -76,13 +85,7 @@ def runs_command(limit: int, history_file: str | None) -> None:
 @click.command("show")
 @click.argument("run", metavar="RUN")
 @click.option("--print-detailed-results", "detailed", is_flag=True, help="Per-invocation tables.")
-@click.option(
-    "--max-cases",
-    default=MAX_CASES,
-    show_default=True,
-    type=click.IntRange(min=0),
-    help=MAX_CASES_HELP,
-)
+@max_cases_option
 @click.option("--history-file", type=click.Path(dir_okay=False), help=_HISTORY_FILE_HELP)
 def show_command(run: str, detailed: bool, max_cases: int, history_file: str | None) -> None:
     """Print a run (an id, the beginning of one, or ``latest``; or a results file) as

@@ -23,14 +23,14 @@ from assay._collector import collections_paused, results_kept_frozen
 from assay._version import __version__
 from assay.agents.spec import resolve_agent
 from assay.cli.compare import compare
-from assay.cli.history import import_command, runs_command, show_command
+from assay.cli.history import import_command, max_cases_option, runs_command, show_command
 from assay.cli.recording import recorded, run_spec, unrecordable
 from assay.cli.report import report_command
 from assay.config import EvalConfig, default_config, load_config
 from assay.errors import AssayError, InputError
 from assay.evalset.io import load_eval_set
 from assay.metrics.base import EvalStatus
-from assay.report.console import MAX_CASES, MAX_CASES_HELP, print_results
+from assay.report.console import print_results
 from assay.report.progress import RunProgress
 from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.results.traces import Traces, load_traces
@@ -277,13 +277,7 @@ def cli() -> None:
     is_flag=True,
     help="Also print a per-invocation table for every case listed.",
 )
-@click.option(
-    "--max-cases",
-    default=MAX_CASES,
-    show_default=True,
-    type=click.IntRange(min=0),
-    help=MAX_CASES_HELP,
-)
+@max_cases_option
 @click.option(
     "--concurrency",
     default=8,
