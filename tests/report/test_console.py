@@ -304,3 +304,14 @@ def test_print_results_shows_a_large_set_per_metric_then_its_cases_that_did_not_
     assert text.index("62 cases") < text.index("fail_0")
     assert "pass_0" not in text
     assert text.rstrip().endswith("60 passed, 2 failed, 0 not evaluated")
+
+
+def test_a_large_set_whose_every_case_passed_lists_none_and_says_so() -> None:
+    console = Console(file=io.StringIO(), width=240, color_system=None, highlight=False)
+
+    print_results(console, [_many(60, 0)], RunSummary(passed=60), max_cases=50)
+
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "60 cases" in text  # the table per metric
+    assert "all 60 cases passed (--max-cases 0 lists every case)" in text
+    assert "pass_0" not in text and "Threshold" not in text  # no empty case table

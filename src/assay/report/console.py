@@ -253,9 +253,13 @@ def print_results(
     ``max_cases`` cases (0: no limit) gets its table per metric, then the cases that did not
     pass, up to ``max_cases``."""
     for result in results:
-        if 0 < max_cases < len(result.eval_case_results):
+        total = len(result.eval_case_results)
+        if 0 < max_cases < total:
             console.print(metrics_table(result))
-        console.print(results_table(result, max_cases))
+        if listed_cases(result, max_cases) or not total:
+            console.print(results_table(result, max_cases))
+        else:  # a large set whose every case passed: nothing to list
+            console.print(f"all {total:,} cases passed (--max-cases 0 lists every case)")
         judges = judges_line(result)
         if judges:
             console.print(judges)
