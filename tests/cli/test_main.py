@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,7 @@ def test_a_set_larger_than_max_cases_is_shown_per_metric_then_its_cases_that_did
 def test_inputs_are_loaded_with_the_collector_paused_and_scored_with_it_back_on(
     run_cli: RunCli, example: Example, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cli = importlib.import_module("assay.cli.main")  # assay.cli.main is also the function
+    cli = importlib.import_module("assay.cli.eval")  # the eval command's module
     seen: dict[str, bool] = {}
     load_traces, evaluate_sync = cli.load_traces, cli.evaluate_sync
 
@@ -439,3 +440,137 @@ def test_version_and_help_name_the_program_assay_and_exit_0(
 
     assert run.code == 0
     assert run.out.startswith(expected)
+
+
+# --- start-up: the entry module and `assay --help` import no command ----------------------------
+
+HEAVY = (
+    "numpy",
+    "rich",
+    "pydantic",
+    "pydantic_core",
+    "httpx",
+    "jinja2",
+    "yaml",
+    "importlib.metadata",
+    "assay.config",
+    "assay.compare",
+    "assay.errors",
+    "assay.evalset",
+    "assay.history",
+    "assay.llm",
+    "assay.report",
+    "assay.results",
+    "assay.runner",
+)
+"""Modules (and their submodules) that only a command that runs may import."""
+
+COMMAND_NAMES = ["compare", "eval", "import", "report", "runs", "show", "validate"]
+
+COMMAND_MODULES = {
+    "assay.cli.compare",
+    "assay.cli.eval",
+    "assay.cli.history",
+    "assay.cli.recording",
+    "assay.cli.report",
+    "assay.cli.validate",
+}
+"""The modules of assay's commands (and what only they use)."""
+
+
+def modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter has imported once ``code`` has run."""
+    script = f"{code}\nimport json, sys\nsys.stderr.write(json.dumps(sorted(sys.modules)))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    loaded = json.loads(done.stderr)
+    assert isinstance(loaded, list)
+    return set(loaded)
+
+
+def heavy_in(modules: set[str], heavy: Sequence[str] = HEAVY) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in heavy))
+
+
+def run_main(*args: str) -> str:
+    """Code running ``assay ARGS`` in-process, expecting exit 0."""
+    return (
+        "from assay.cli.main import main\n"
+        "try:\n"
+        f"    main({list(args)!r})\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code == 0, exc.code\n"
+    )
+
+
+def test_loading_the_entry_module_imports_no_heavy_module_and_no_command() -> None:
+    loaded = modules_after("import assay.cli.main")
+
+    assert heavy_in(loaded) == []
+    assert sorted(loaded & COMMAND_MODULES) == []
+
+
+def test_assay_help_imports_no_heavy_module_and_no_command() -> None:
+    loaded = modules_after(run_main("--help"))
+
+    assert heavy_in(loaded) == []
+    assert sorted(loaded & COMMAND_MODULES) == []
+
+
+def test_assay_version_reads_the_version_but_imports_no_command() -> None:
+    loaded = modules_after(run_main("--version"))
+
+    assert heavy_in(loaded, [h for h in HEAVY if h != "importlib.metadata"]) == []
+    assert sorted(loaded & COMMAND_MODULES) == []
+
+
+def test_a_commands_help_imports_that_command_only() -> None:
+    loaded = modules_after(run_main("validate", "--help"))
+
+    assert "assay.cli.validate" in loaded
+    assert sorted(loaded & COMMAND_MODULES) == ["assay.cli.validate"]
+    assert heavy_in(loaded, ["assay.compare", "numpy", "jinja2", "httpx"]) == []
+
+
+def test_version_is_the_installed_packages(run_cli: RunCli) -> None:
+    import assay
+
+    run = run_cli("--version")
+
+    assert run.code == 0
+    assert run.out == f"assay, version {assay.__version__}\n"
+
+
+@pytest.mark.parametrize("name", COMMAND_NAMES)
+def test_every_commands_help_names_it_under_assay(run_cli: RunCli, name: str) -> None:
+    run = run_cli(name, "--help")
+
+    assert run.code == 0, run.output
+    assert run.out.startswith(f"Usage: assay {name} [OPTIONS]")
+
+
+def test_assay_help_lists_every_command_with_its_summary(run_cli: RunCli) -> None:
+    run = run_cli("--help")
+
+    assert run.code == 0
+    commands = run.out.split("Commands:\n", 1)[1].splitlines()
+    assert [line.split()[0] for line in commands] == COMMAND_NAMES
+    assert "  runs      List recorded runs, newest first." in commands
+    assert all(len(line.split()) > 2 for line in commands)
+
+
+def test_an_assay_bug_is_an_internal_error_with_exit_3(
+    run_cli: RunCli, example: Example, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    validate = importlib.import_module("assay.cli.validate")
+
+    def broken(path: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(validate, "load_eval_set", broken)
+    run = run_cli("validate", example.evalset)
+
+    assert run.code == 3
+    assert "internal error: RuntimeError: boom (set ASSAY_DEBUG=1" in flat(run.err)
+    assert "Traceback" not in run.err

@@ -6,15 +6,14 @@ significantly worse and ``--fail-on-regression`` was given, 2 a run or file coul
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.markup import escape
 
+from assay.cli.output import make_console
 from assay.compare import (
     compare_runs,
     print_comparison,
@@ -25,11 +24,6 @@ from assay.compare.diff import Comparison
 from assay.history import results_for
 
 EXIT_REGRESSED = 1
-
-
-def _console() -> Console:
-    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "140"))
-    return Console(width=width, highlight=False)
 
 
 def _check_folder(option: str, path: str | None) -> None:
@@ -106,7 +100,7 @@ def compare(
         resamples=resamples,
         seed=seed,
     )
-    console = _console()
+    console = make_console()
     print_comparison(console, comparison)
     for path, render in (
         (markdown_path, render_comparison_markdown),

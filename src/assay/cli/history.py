@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from assay.cli.output import make_console
 from assay.history.adk_import import import_files
 from assay.history.records import RunInfo, default_history_path
 from assay.history.sources import results_for
@@ -31,12 +32,6 @@ max_cases_option = click.option(
     help=MAX_CASES_HELP,
 )
 """``--max-cases``, as ``eval`` and ``show`` take it."""
-
-
-def _console(stderr: bool = False) -> Console:
-    from assay.cli.main import _console as console
-
-    return console(stderr)
 
 
 def _when(stamp: float | None) -> str:
@@ -69,7 +64,7 @@ def _runs_table(runs: Sequence[RunInfo]) -> Table:
 @click.option("--history-file", type=click.Path(dir_okay=False), help=_HISTORY_FILE_HELP)
 def runs_command(limit: int, history_file: str | None) -> None:
     """List recorded runs, newest first."""
-    console = _console()
+    console = make_console()
     path = Path(history_file) if history_file else default_history_path()
     if not path.is_file():
         console.print(f"no runs recorded in {escape(str(path))}")
@@ -90,7 +85,7 @@ def runs_command(limit: int, history_file: str | None) -> None:
 def show_command(run: str, detailed: bool, max_cases: int, history_file: str | None) -> None:
     """Print a run (an id, the beginning of one, or ``latest``; or a results file) as
     ``assay eval`` printed it."""
-    console = _console()
+    console = make_console()
     path = Path(history_file) if history_file else default_history_path()
     results = results_for(run, path)
     if not Path(run).is_file():
@@ -116,7 +111,7 @@ def _print_run_header(console: Console, path: Path, ref: str) -> None:
 def import_command(paths: tuple[str, ...], history_file: str | None) -> None:
     """Import ADK results (.evalset_result.json files, or folders such as .adk/eval_history)
     into the run history, one run per file."""
-    console = _console()
+    console = make_console()
     path = Path(history_file) if history_file else default_history_path()
     with HistoryStore(path) as store:
         for done in import_files(store, paths):

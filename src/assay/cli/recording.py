@@ -21,6 +21,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from assay.cli.output import make_console
 from assay.errors import Problem, format_path
 from assay.history.compact import CaseEncoder, Inputs
 from assay.history.inputs import InputFile, digests, input_files, pack, read_inputs
@@ -40,9 +41,7 @@ from assay.runner.scoring import Captures
 
 
 def _warn(message: str) -> None:
-    from assay.cli.main import _console
-
-    _console(stderr=True).print(f"[yellow]warning:[/] {escape(message)}")
+    make_console(stderr=True).print(f"[yellow]warning:[/] {escape(message)}")
 
 
 @dataclass(frozen=True)
@@ -325,9 +324,7 @@ def _resume(store: HistoryStore, ref: str, spec: RunSpec) -> Recording:
     if sorted(headers) != list(range(len(headers))):
         raise HistoryError(f"run {info.id}: its metric headers are incomplete; start a new run")
     store.reopen(info.id)
-    from assay.cli.main import _console
-
-    _console().print(f"resuming run {info.id}: {len(done)} case result(s) kept")
+    make_console().print(f"resuming run {info.id}: {len(done)} case result(s) kept")
     encoder = CaseEncoder(spec.inputs, [headers[n] for n in range(len(headers))])
     return Recording(HistoryWriter(store, info.id), encoder, done)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
+from assay.cli.output import make_console
 from assay.history.sources import results_for
 from assay.report.html import write_html
 from assay.report.junit import write_junit
@@ -44,9 +45,7 @@ def report_command(
     if html_path is None and junit_path is None and markdown_path is None:
         raise click.UsageError("give at least one of --html, --junit, --markdown")
     results = results_for(source)
-    from assay.cli.main import _console  # late: main imports the commands it registers
-
-    console = _console()
+    console = make_console()
     if html_path is not None:
         _write(lambda p, r: write_html(p, r, title=title), html_path, results)
         console.print(f"HTML report written to {escape(str(html_path))}")

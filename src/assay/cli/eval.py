@@ -1,0 +1,439 @@
+"""``assay eval EVALSET...``: score eval sets against recorded traces or by running an agent.
+
+Exit codes: 0 every case passed, 1 a case failed or a configured metric was not evaluated,
+2 a usage or input error (bad file, unknown metric, missing trace file), 3 an internal error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from assay._collector import collections_paused
+from assay.agents.spec import resolve_agent
+from assay.cli.history import max_cases_option
+from assay.cli.output import EXIT_FAILED, EXIT_OK, make_console
+from assay.cli.recording import recorded, run_spec, unrecordable
+from assay.config import EvalConfig, default_config, load_config
+from assay.errors import InputError
+from assay.evalset.io import load_eval_set
+from assay.metrics.base import EvalStatus
+from assay.report.console import print_results
+from assay.report.progress import RunProgress
+from assay.results.model import EvalCaseResult, EvalSetResult
+from assay.results.traces import Traces, load_traces
+from assay.runner.agent_run import AgentSettings, recorded_inference, write_traces
+from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate_sync, summarize
+from assay.runner.inference import CaseInference, InferenceSettings
+
+
+def _jobs(eval_sets: Sequence[str], config_path: str | None) -> list[EvalSetJob]:
+    jobs: list[EvalSetJob] = []
+    problems = []
+    explicit: EvalConfig | None = None
+    if config_path:
+        try:
+            explicit = load_config(config_path)
+        except InputError as exc:
+            problems.extend(exc.problems)
+    for path in eval_sets:
+        try:
+            loaded = load_eval_set(path)
+        except InputError as exc:
+            problems.extend(exc.problems)
+            continue
+        if config_path:  # given, but invalid: reported above, never replaced by another
+            if explicit is not None:
+                jobs.append(EvalSetJob(loaded, explicit, config_path))
+        elif loaded.config_beside is not None:
+            try:
+                jobs.append(
+                    EvalSetJob(loaded, load_config(loaded.config_beside), str(loaded.config_beside))
+                )
+            except InputError as exc:
+                problems.extend(exc.problems)
+        else:
+            jobs.append(EvalSetJob(loaded, default_config(), "defaults"))
+    if problems:
+        raise InputError(problems)
+    return jobs
+
+
+def _write_output(path: Path, results: Sequence[EvalSetResult]) -> None:
+    payload: Any = [r.model_dump(mode="json", exclude_none=True) for r in results]
+    if len(results) == 1:
+        payload = payload[0]
+    text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        reason = exc.strerror or str(exc)
+        if exc.filename is not None and str(exc.filename) != str(path):
+            reason += f": {exc.filename}"
+        raise click.FileError(str(path), hint=reason) from None
+
+
+def _check_output_folders(outputs: Sequence[tuple[str, str | None]]) -> None:
+    """Every output's folder exists: said before a long run, not after it."""
+    for option, path in outputs:
+        if path and not Path(path).parent.is_dir():
+            raise click.BadParameter(
+                f"folder '{Path(path).parent}' does not exist", param_hint=f"'{option}'"
+            )
+
+
+def _load_inputs(
+    eval_sets: Sequence[str], config_path: str | None, traces_paths: Sequence[str]
+) -> tuple[list[EvalSetJob], Traces]:
+    """The jobs and traces; eval sets, configs and traces are all checked before anything is
+    scored, and every problem is reported together."""
+    problems = []
+    jobs: list[EvalSetJob] = []
+    traces = Traces()
+    with collections_paused():  # millions of objects and no garbage: see _collector.py
+        try:
+            jobs = _jobs(eval_sets, config_path)
+        except InputError as exc:
+            problems.extend(exc.problems)
+        try:
+            traces = load_traces(traces_paths)
+        except InputError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise InputError(problems)
+    return jobs, traces
+
+
+def _write_reports(
+    console: Console,
+    results: Sequence[EvalSetResult],
+    html_path: str | None,
+    junit_path: str | None,
+    markdown_path: str | None,
+) -> None:
+    """The reports asked for (each written whole, or not at all, with the reason)."""
+    from assay.report.html import write_html
+    from assay.report.junit import write_junit
+    from assay.report.markdown import write_markdown
+
+    writers = (
+        ("HTML report", html_path, write_html),
+        ("JUnit XML", junit_path, write_junit),
+        ("Markdown summary", markdown_path, write_markdown),
+    )
+    for what, path, write in writers:
+        if not path:
+            continue
+        try:
+            write(Path(path), results)
+        except OSError as exc:
+            raise click.FileError(path, hint=exc.strerror or str(exc)) from None
+        console.print(f"{what} written to {escape(path)}")
+
+
+def _unevaluated_in_passed_cases(results: Sequence[EvalSetResult]) -> int:
+    """Applicable metrics not evaluated in cases that still passed (ADK counts the case as
+    passed; the exit code does not)."""
+    return sum(
+        len(case.unevaluated_metrics())
+        for result in results
+        for case in result.eval_case_results
+        if case.final_eval_status is EvalStatus.PASSED
+    )
+
+
+@click.command("eval")
+@click.argument("eval_sets", nargs=-1, required=True, metavar="EVALSET...")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="EvalConfig JSON/YAML (default: test_config.json beside each eval set, else ADK's defaults).",
+)
+@click.option(
+    "--traces",
+    "traces_paths",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Recorded actual invocations: {eval_id: [Invocation, ...]} or an ADK .evalset_result.json. Repeatable.",
+)
+@click.option(
+    "--agent",
+    "agent_spec",
+    help="Run this agent instead of reading traces: module:attr or path/to/file.py:attr "
+    "(a function (message, session) or an agent object), an ADK agent folder or module "
+    "(root_agent), http(s)://URL (docs/agents.md), or openai:MODEL / ollama:MODEL.",
+)
+@click.option(
+    "--num-runs",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="With --agent: runs per case, each scored on its own.",
+)
+@click.option(
+    "--inference-concurrency",
+    default=4,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="With --agent: cases run through the agent at once.",
+)
+@click.option(
+    "--turn-timeout",
+    default=300.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="With --agent: seconds one agent turn may take before the case is NOT_EVALUATED.",
+)
+@click.option(
+    "--agent-attempts",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="With --agent: attempts per conversation; one the agent fails (raises, hangs, answers "
+    "nonsense) is run again from a fresh session after a backoff, then NOT_EVALUATED.",
+)
+@click.option(
+    "--mock-tools",
+    is_flag=True,
+    help="With --agent: answer the agent's tool calls from the eval case's recorded tool "
+    "responses (same name and arguments).",
+)
+@click.option(
+    "--save-traces",
+    "save_traces_path",
+    type=click.Path(dir_okay=False, writable=True),
+    help="With --agent: write the recorded invocations as a traces file (what --traces reads).",
+)
+@click.option(
+    "--output",
+    "output_path",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write results as ADK EvalSetResult JSON (a list for several eval sets).",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write a self-contained HTML report (works offline).",
+)
+@click.option(
+    "--junit",
+    "junit_path",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write JUnit XML: one testcase per eval case, for CI test views.",
+)
+@click.option(
+    "--markdown",
+    "markdown_path",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write a short Markdown summary (for a pull-request comment).",
+)
+@click.option(
+    "--progress/--no-progress",
+    "show_progress",
+    default=True,
+    show_default=True,
+    help="Show progress on stderr: a live bar on a terminal, a line per finished case elsewhere.",
+)
+@click.option(
+    "--print-detailed-results",
+    is_flag=True,
+    help="Also print a per-invocation table for every case listed.",
+)
+@max_cases_option
+@click.option(
+    "--concurrency",
+    default=8,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Cases scored at once.",
+)
+@click.option(
+    "--judge-model",
+    help="LLM judge for every judged metric: openai:MODEL, ollama:MODEL, litellm:MODEL, "
+    "gemini-2.5-flash, local: (embedded), local:FILE.gguf, scripted:FILE. "
+    "Default: the criterion's judge_model, else gemini-2.5-flash with Gemini credentials, "
+    "else the embedded local judge. Env: ASSAY_JUDGE_MODEL.",
+)
+@click.option(
+    "--judge-concurrency",
+    default=8,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Judge calls in flight at once, per judge model.",
+)
+@click.option(
+    "--judge-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds one judge call may take before it is retried "
+    "[default: 120; 600 for the embedded local judge].",
+)
+@click.option(
+    "--judge-attempts",
+    default=4,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Attempts per judge call (429s, 5xx, timeouts and dropped connections are retried "
+    "with backoff).",
+)
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Call the judge even when .assay/cache.sqlite holds the same request's response.",
+)
+@click.option(
+    "--history/--no-history",
+    default=True,
+    show_default=True,
+    help="Record the run and each case result as it finishes in the run history "
+    "(`assay runs`, `assay show`).",
+)
+@click.option(
+    "--history-file",
+    type=click.Path(dir_okay=False),
+    help="The run history (default: $ASSAY_HISTORY, else history.sqlite beside the cache).",
+)
+@click.option(
+    "--resume",
+    metavar="RUN",
+    help="Continue a recorded run (its id, or latest) with the same eval sets and options: "
+    "its finished cases are kept, neither the agent nor the judge is called for them.",
+)
+def eval_command(
+    eval_sets: tuple[str, ...],
+    config_path: str | None,
+    traces_paths: tuple[str, ...],
+    agent_spec: str | None,
+    num_runs: int,
+    inference_concurrency: int,
+    turn_timeout: float,
+    agent_attempts: int,
+    mock_tools: bool,
+    save_traces_path: str | None,
+    output_path: str | None,
+    html_path: str | None,
+    junit_path: str | None,
+    markdown_path: str | None,
+    show_progress: bool,
+    print_detailed_results: bool,
+    max_cases: int,
+    concurrency: int,
+    judge_model: str | None,
+    judge_concurrency: int,
+    judge_timeout: float | None,
+    judge_attempts: int,
+    no_cache: bool,
+    history: bool,
+    history_file: str | None,
+    resume: str | None,
+) -> None:
+    """Score EVALSET files against recorded traces (--traces) or by running an agent (--agent),
+    and print a results table."""
+    console = make_console()
+    if bool(traces_paths) == bool(agent_spec):
+        raise click.UsageError("give either --traces FILE or --agent SPEC (exactly one)")
+    if save_traces_path and not agent_spec:
+        raise click.BadParameter("needs --agent", param_hint="'--save-traces'")
+    outputs = (
+        ("--output", output_path),
+        ("--save-traces", save_traces_path),
+        ("--html", html_path),
+        ("--junit", junit_path),
+        ("--markdown", markdown_path),
+    )
+    _check_output_folders(outputs)
+    jobs, traces = _load_inputs(eval_sets, config_path, traces_paths)
+    if history and (problems := unrecordable(jobs)):
+        raise InputError(problems)
+    agent = None
+    if agent_spec:
+        agent = AgentSettings(
+            make_agent=resolve_agent(agent_spec),  # a bad spec is reported now, not per case
+            inference=InferenceSettings(
+                num_runs=num_runs,
+                concurrency=inference_concurrency,
+                turn_timeout_s=turn_timeout,
+                mock_tools=mock_tools,
+                attempts=agent_attempts,
+            ),
+        )
+    saved: list[CaseInference] = []
+    for job in jobs:
+        names = ", ".join(job.config.criteria) or "(none)"
+        console.print(
+            f"[dim]{escape(str(job.loaded.path))}: criteria from {escape(job.config_source)}: {escape(names)}[/]"
+        )
+        for warning in job.loaded.warnings:
+            console.print(f"  [yellow]warning:[/] {escape(str(warning))}")
+    judges = JudgeSettings(
+        model=judge_model or None,
+        concurrency=judge_concurrency,
+        timeout_s=judge_timeout,
+        max_attempts=judge_attempts,
+        cache=not no_cache,
+    )
+    spec = run_spec(
+        jobs,
+        traces,
+        traces_paths=traces_paths,
+        agent=agent_spec,
+        num_runs=num_runs,
+        mock_tools=mock_tools,
+        judge_model=judge_model,
+    )
+    with recorded(spec, enabled=history, history_file=history_file, resume=resume) as recording:
+        runs = agent.inference.num_runs if agent else 1
+        total = sum(len(job.loaded.eval_set.eval_cases) for job in jobs) * runs
+        progress = RunProgress(make_console(stderr=True), max(total - len(recording.done), 0))
+
+        def on_case(job: EvalSetJob, result: EvalCaseResult) -> None:
+            recording.on_case(job, result)
+            if show_progress:
+                progress.case_done(job, result)
+
+        with progress if show_progress else contextlib.nullcontext():
+            results = evaluate_sync(
+                jobs,
+                None if agent else traces,
+                agent=agent,
+                concurrency=concurrency,
+                judges=judges,
+                on_inference=lambda _job, done: saved.extend(done),
+                on_case=on_case,
+                done=recording.done,
+                captures=recording.captures,
+            )
+        recording.finish(results)
+    if save_traces_path:
+        kept = [recorded_inference(case) for case in recording.done.values()]
+        write_traces(Path(save_traces_path), [*kept, *saved])
+        console.print(f"traces written to {escape(save_traces_path)}")
+    summary = summarize([case for result in results for case in result.eval_case_results])
+    print_results(console, results, summary, detailed=print_detailed_results, max_cases=max_cases)
+    if output_path:
+        _write_output(Path(output_path), results)
+        console.print(f"results written to {escape(output_path)}")
+    _write_reports(console, results, html_path, junit_path, markdown_path)
+    if recording.recorded:
+        console.print(f"[dim]recorded as run {recording.run} (assay show {recording.run})[/]")
+    unevaluated = _unevaluated_in_passed_cases(results)
+    if unevaluated:
+        console.print(
+            f"[yellow]{unevaluated} metric(s) in passing cases were not evaluated "
+            "(see the Note column); the run does not count as passed[/]"
+        )
+    clean = summary.failed == 0 and summary.not_evaluated == 0 and unevaluated == 0
+    sys.exit(EXIT_OK if clean else EXIT_FAILED)

@@ -1,0 +1,55 @@
+"""``assay validate FILE...``: check eval sets and EvalConfig files without scoring anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from assay.cli.output import make_console
+from assay.config import load_config
+from assay.errors import InputError
+from assay.evalset.io import load_eval_set
+
+
+@click.command("validate")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+def validate_command(files: tuple[str, ...]) -> None:
+    """Check eval sets and EvalConfig files, reporting every problem found."""
+    console = make_console()
+    problems = []
+    for file in files:
+        path = Path(file)
+        try:
+            if _looks_like_config(path):
+                config = load_config(path)
+                console.print(
+                    f"[green]ok[/] {escape(file)}: config with {len(config.criteria)} criteria ({escape(', '.join(config.criteria))})"
+                )
+            else:
+                loaded = load_eval_set(path)
+                cases = loaded.eval_set.eval_cases
+                invocations = sum(len(c.conversation or []) for c in cases)
+                console.print(
+                    f"[green]ok[/] {escape(file)}: eval set '{escape(loaded.eval_set.eval_set_id)}' "
+                    f"({loaded.format}), {len(cases)} case(s), {invocations} invocation(s)"
+                )
+                for warning in loaded.warnings:
+                    console.print(f"  [yellow]warning:[/] {escape(str(warning))}")
+        except InputError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise InputError(problems)
+
+
+def _looks_like_config(path: Path) -> bool:
+    if path.name in {"test_config.json", "eval_config.json"} or path.name.endswith(".config.json"):
+        return True
+    if path.suffix.lower() not in {".json", ".yaml", ".yml"}:
+        return False
+    try:
+        head = path.read_text(encoding="utf-8")[:4096]
+    except OSError:
+        return False
+    return '"criteria"' in head or head.lstrip().startswith("criteria:")
