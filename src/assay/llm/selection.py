@@ -7,7 +7,7 @@ The judge model of a metric is, first to last:
 3. the criterion's ``judge_model_options.judge_model``, when the config set it;
 4. ADK's default, ``gemini-2.5-flash``, when google-genai is installed and Gemini credentials
    are set;
-5. ``local:``, the embedded offline judge, when llama-cpp-python and its model are installed;
+5. ``local:``, the embedded offline judge, when its runtime (xllamacpp) and model are installed;
 6. none: the metric is NOT_EVALUATED, with a reason that says how to get a judge.
 
 Steps 4 and 5 only check what is installed and set; nothing is imported, built or loaded.
@@ -23,7 +23,7 @@ from typing import Literal
 
 from assay.config import DEFAULT_JUDGE_MODEL, BaseCriterion, LlmAsAJudgeCriterion
 from assay.llm.backends.gemini import gemini_credentials, genai_available
-from assay.llm.backends.local import INSTALL_LLAMA, llama_available
+from assay.llm.backends.local_runtime import INSTALL_RUNTIME, runtime_available
 from assay.llm.base import LlmBackend, LlmUnavailableError, UsageLedger
 from assay.llm.cache import ResponseCache
 from assay.llm.client import LlmClient, RetryPolicy
@@ -50,7 +50,7 @@ def no_judge_reason() -> str:
         "no judge model: pass --judge-model (or set ASSAY_JUDGE_MODEL) to "
         "openai:<model> (OPENAI_API_KEY) or ollama:<model> (a local Ollama server); "
         "or set GOOGLE_API_KEY for ADK's default gemini-2.5-flash (pip install 'assay[gemini]'); "
-        f"or install the offline judge: {INSTALL_LLAMA} and its model: {DEFAULT_MODEL.install}"
+        f"or install the offline judge: {INSTALL_RUNTIME} and its model: {DEFAULT_MODEL.install}"
     )
 
 
@@ -80,7 +80,7 @@ def choose_judge_model(
         return JudgeChoice(configured, "config")
     if genai_available() and gemini_credentials(env) is not None:
         return JudgeChoice(DEFAULT_JUDGE_MODEL, "default")
-    if llama_available() and installed(DEFAULT_MODEL):
+    if runtime_available() and installed(DEFAULT_MODEL):
         return JudgeChoice(EMBEDDED_MODEL, "embedded")
     return no_judge_reason()
 

@@ -1,24 +1,28 @@
-"""``local:``: the embedded offline judge, a GGUF model run in this process by llama-cpp-python.
+"""``local:``: the embedded offline judge, a GGUF model run in this process by llama.cpp.
 
 ``local:`` is the default model (Qwen2.5-Coder-1.5B-Instruct), ``local:<name>`` a built-in one
-(see :data:`assay.llm.models.BUILTIN_MODELS`), ``local:<path>.gguf`` any GGUF file.
+(see :data:`assay.llm.models.BUILTIN_MODELS`), ``local:<path>.gguf`` any GGUF file. The runtime
+is xllamacpp's prebuilt wheel (:mod:`assay.llm.backends.local_runtime`).
 
-* One ``Llama`` per model file per process, loaded on first use and kept for the process; calls
-  run one at a time per model (a ``Llama`` is not thread-safe) in a worker thread.
+* One runtime per model file and context size per process, loaded on first use and kept for the
+  process; calls run one at a time per model, in a worker thread.
 * ``n_ctx`` is 8192 (``ASSAY_LOCAL_N_CTX`` overrides), ``n_threads`` every CPU this process may
   use (``ASSAY_LOCAL_THREADS`` overrides: on a machine busy with other work, fewer threads than
-  cores is much faster, as llama.cpp's threads wait for each other by spinning). llama.cpp reuses
-  the previous prompt's evaluated prefix, so a judge prompt whose long static part comes first is
-  cheaper when the same judge asks again; ``ASSAY_LOCAL_RAM_CACHE_MB`` adds a ``LlamaRAMCache`` of
-  recent prompt states (faster when judges interleave, at a large memory cost).
+  cores is much faster, as llama.cpp's threads wait for each other by spinning). A prompt that
+  starts as an earlier one did is evaluated only from where it differs: llama.cpp keeps the last
+  prompt's state and, within ``ASSAY_LOCAL_RAM_CACHE_MB`` (:data:`DEFAULT_RAM_CACHE_MB`), the
+  states of earlier prompts, so judges whose calls interleave still reuse their instructions.
 * Labels only: bounded free-text fields of a ``response_schema`` (rationales, excerpts) are held
   to ``ASSAY_LOCAL_TEXT_LIMIT`` characters, 0 unless set, so the judge writes its verdicts and
   no reasons (see :data:`DEFAULT_TEXT_LIMIT`).
 * Temperature is 0 unless the request sets one. A ``response_schema`` is answered by
   :mod:`assay.llm.backends.local_decode`, which writes the JSON's fixed text itself and asks the
   model only for its choices and free text (``ASSAY_LOCAL_DECODER=grammar`` turns this off). A
-  GBNF ``grammar``, or a schema that decoder does not cover, constrains sampling instead (the
-  schema turned into a grammar by llama-cpp-python's JSON-schema converter).
+  GBNF ``grammar``, or a schema that decoder does not cover, constrains sampling instead.
+* A choice is read from the next-token log-probabilities. Those of one prompt differ by a few
+  hundredths between an evaluation from scratch and one that reuses a cached prefix, so where the
+  two best options are nearer than :data:`TIE_MARGIN` the prompt is evaluated again from scratch
+  and that decides: a verdict never depends on which calls came before it.
 * A prompt longer than the context is refused before any work, with a non-retryable
   :class:`~assay.llm.base.LlmCallError` that says how to raise the limit.
 """
@@ -27,10 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import functools
-import importlib
-import importlib.util
-import json
 import os
 import re
 import threading
@@ -43,6 +43,12 @@ import numpy as np
 import numpy.typing as npt
 
 from assay.llm.backends.local_decode import UnsupportedSchema, check_schema, decode
+from assay.llm.backends.local_runtime import (
+    INSTALL_RUNTIME,
+    Runtime,
+    RuntimeSettings,
+    runtime_available,
+)
 from assay.llm.base import LlmCallError, LlmRequest, LlmResponse, LlmUnavailableError, TokenUsage
 from assay.llm.models import (
     BUILTIN_MODELS,
@@ -56,7 +62,8 @@ from assay.llm.models import (
     user_model,
 )
 
-INSTALL_LLAMA = "CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install --no-cache-dir 'assay[local]'"
+__all__ = ["INSTALL_RUNTIME", "LocalBackend", "parse_local", "runtime_available", "unload_all"]
+
 DEFAULT_N_CTX = 8192
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TEXT_LIMIT = 0
@@ -68,12 +75,16 @@ accuracy the same with and without a written reason."""
 DECODERS = ("schema", "grammar")
 """``ASSAY_LOCAL_DECODER``: how a ``response_schema`` is answered (the first is the default).
 Measured on the example's 30 verdicts (2 cores): see docs/design.md."""
-DEFAULT_RAM_CACHE_MB = 0
-"""llama.cpp's RAM cache of prompt states is off unless ``ASSAY_LOCAL_RAM_CACHE_MB`` sets a size.
-Measured on the example's judges (10 verdicts, 2 cores): 114 s with a 1 GB cache against 140 s
-without, but the process grew to 10 GB instead of 2.2 GB. Without it llama.cpp still reuses the
-previous prompt's prefix, and calls of one judge mostly follow each other."""
-_MESSAGE_OVERHEAD = 8  # tokens a chat template adds around each message (a generous estimate)
+DEFAULT_RAM_CACHE_MB = 1024
+"""The RAM llama.cpp may keep evaluated prompts in (``ASSAY_LOCAL_RAM_CACHE_MB``; 0 keeps only the
+last one). A prompt's state costs about 28 KB a token for the default model, so this holds the
+instructions of every judge many times over; memory is taken only as prompts are kept."""
+TIE_MARGIN = 0.25
+"""Two options whose log-probabilities are nearer than this (in nats) are a near-tie, settled by
+evaluating the prompt from scratch. Measured: cached and uncached evaluations of one prompt differ
+by 0.03-0.05 (shared/research/local-judge.md); the margin is five times that."""
+_FIRST_LOOK = 32
+"""How many of the most likely next tokens a choice first asks for; more only when needed."""
 _ANSWER_ROOM = 16  # the fewest tokens left for an answer
 
 _PARAMS = {
@@ -91,18 +102,11 @@ _PARAMS = {
 _PARAM_ALIASES = {"max_output_tokens": "max_tokens", "stop_sequences": "stop"}
 
 
-def llama_available() -> bool:
-    """Whether llama-cpp-python is installed (nothing is imported)."""
-    return importlib.util.find_spec("llama_cpp") is not None
-
-
-def _require_llama() -> None:
-    if not llama_available():
+def _require_runtime() -> None:
+    if not runtime_available():
         raise LlmUnavailableError(
-            "the local judge needs llama-cpp-python, which is not installed; install it with: "
-            f"{INSTALL_LLAMA} (GGML_NATIVE=OFF builds portable code: the default native build "
-            "crashes on CPUs whose instructions, such as AMX, the OS or VM does not enable; "
-            "--no-cache-dir keeps pip from reusing a wheel built with other flags)"
+            "the local judge needs its runtime, xllamacpp, which is not installed; install it "
+            f"with: {INSTALL_RUNTIME} (a prebuilt wheel: no compiler, no build flags)"
         )
 
 
@@ -124,45 +128,23 @@ def _setting(env: Mapping[str, str], name: str, default: int, least: int, unit: 
     return int(raw)
 
 
-def _llama_cpp() -> Any:
-    """The ``llama_cpp`` module, imported on first use (it loads a native library)."""
-    return importlib.import_module("llama_cpp")
-
-
 @dataclass
 class _Loaded:
     """One loaded model, with the lock that makes its calls one at a time."""
 
-    llama: Any
-    n_ctx: int
+    runtime: Runtime
     lock: threading.Lock
-    formatter: Any = None
-    """The GGUF's chat template as a formatter, built on first use; False when it has none."""
 
 
 _LOADED: dict[tuple[str, int], _Loaded] = {}
 _LOADING = threading.Lock()
 
 
-def _load(path: Path, n_ctx: int, n_threads: int, ram_cache_bytes: int = 0) -> _Loaded:
-    key = (str(path.resolve()), n_ctx)
+def _load(path: Path, settings: RuntimeSettings) -> _Loaded:
+    key = (str(path.resolve()), settings.n_ctx)
     with _LOADING:
-        if key in _LOADED:
-            return _LOADED[key]
-        llama_cpp = _llama_cpp()
-        try:
-            llama = llama_cpp.Llama(
-                model_path=str(path),
-                n_ctx=n_ctx,
-                n_threads=n_threads,
-                n_threads_batch=n_threads,
-                verbose=False,
-            )
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise LlmUnavailableError(f"cannot load the local model {path}: {exc}") from None
-        if ram_cache_bytes:
-            llama.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=ram_cache_bytes))
-        _LOADED[key] = _Loaded(llama, n_ctx, threading.Lock())
+        if key not in _LOADED:
+            _LOADED[key] = _Loaded(Runtime(path, settings), threading.Lock())
         return _LOADED[key]
 
 
@@ -173,39 +155,21 @@ def unload_all() -> None:
         _LOADED.clear()
     for model in loaded:
         with model.lock:
-            model.llama.close()
+            model.runtime.close()
 
 
 # Free models before the interpreter tears down the modules their finalisers need.
 atexit.register(unload_all)
 
 
-@functools.lru_cache(maxsize=64)
-def _grammar(text: str) -> Any:
-    return _llama_cpp().LlamaGrammar.from_string(text, verbose=False)
-
-
-def _schema_grammar(schema_json: str) -> Any:
-    grammars = importlib.import_module("llama_cpp.llama_grammar")
-    try:
-        text = grammars.json_schema_to_gbnf(schema_json)
-    except Exception:  # a schema feature the converter lacks: still ask for JSON
-        text = grammars.JSON_GBNF
-    return _grammar(text)
-
-
 def _snake(key: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
 
 
-def generation_options(
-    request: LlmRequest, text_limit: int = DEFAULT_TEXT_LIMIT, *, constrain: bool = True
-) -> dict[str, Any]:
-    """The keyword arguments for ``create_chat_completion``: ``request.params`` (snake or camel
-    case; those llama.cpp has no use for are left out), then the request's own temperature and
-    max_tokens, then the grammar, in which no bounded free-text field (a rationale, an excerpt)
-    may be longer than ``text_limit`` characters (no grammar when ``constrain`` is False).
-    Temperature defaults to 0."""
+def generation_options(request: LlmRequest) -> dict[str, Any]:
+    """The sampling fields of a llama-server request: ``request.params`` (snake or camel case;
+    those llama.cpp has no use for are left out), then the request's own temperature and
+    max_tokens. Temperature defaults to 0."""
     options: dict[str, Any] = {}
     for key, value in request.params.items():
         name = _PARAM_ALIASES.get(_snake(key), _snake(key))
@@ -219,14 +183,18 @@ def generation_options(
     options.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
     if isinstance(options.get("stop"), str):
         options["stop"] = [options["stop"]]
-    if not constrain:
-        return options
-    if request.grammar is not None:
-        options["grammar"] = _grammar(request.grammar)
-    elif request.response_schema is not None:
-        schema = clamp_text_lengths(request.response_schema, text_limit)
-        options["grammar"] = _schema_grammar(json.dumps(schema))
     return options
+
+
+def constraint(request: LlmRequest, text_limit: int) -> dict[str, Any]:
+    """The request fields that constrain sampling: the GBNF ``grammar``, else the response schema
+    (as llama-server's ``json_schema``) with no bounded free-text field longer than
+    ``text_limit`` characters."""
+    if request.grammar is not None:
+        return {"grammar": request.grammar}
+    if request.response_schema is not None:
+        return {"json_schema": clamp_text_lengths(request.response_schema, text_limit)}
+    return {}
 
 
 def clamp_text_lengths(schema: Any, limit: int) -> Any:
@@ -242,36 +210,37 @@ def clamp_text_lengths(schema: Any, limit: int) -> Any:
     return schema
 
 
-def _prompt_tokens(llama: Any, request: LlmRequest) -> int:
-    count = _MESSAGE_OVERHEAD
-    for message in request.messages:
-        tokens = llama.tokenize(message.content.encode("utf-8"), add_bos=False, special=False)
-        count += len(tokens) + _MESSAGE_OVERHEAD
-    return count
+def _messages(request: LlmRequest) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in request.messages]
 
 
 def _complete(
     loaded: _Loaded, request: LlmRequest, model: str, text_limit: int, decoder: str = "schema"
 ) -> LlmResponse:
+    runtime = loaded.runtime
     with loaded.lock:
-        needed = _prompt_tokens(loaded.llama, request)
-        if needed + _ANSWER_ROOM > loaded.n_ctx:
+        prompt = runtime.prompt_tokens(_messages(request))
+        if len(prompt) + _ANSWER_ROOM > runtime.n_ctx:
             raise LlmCallError(
-                f"the prompt has about {needed} tokens, more than the local model's context of "
-                f"{loaded.n_ctx}; set ASSAY_LOCAL_N_CTX to a larger number of tokens (more memory)"
-                " or use a judge with a longer context",
+                f"the prompt has {len(prompt)} tokens, more than the local model's context of "
+                f"{runtime.n_ctx} allows; set ASSAY_LOCAL_N_CTX to a larger number of tokens "
+                "(more memory) or use a judge with a longer context",
                 retryable=False,
             )
-        if decoder == "schema" and request.grammar is None and request.response_schema:
-            answered = _schema_complete(loaded, request, model, text_limit)
-            if answered is not None:
-                return answered
-        options = generation_options(request, text_limit)
-        messages = [{"role": m.role, "content": m.content} for m in request.messages]
-        try:
-            completion = loaded.llama.create_chat_completion(messages=messages, **options)
-        except (ValueError, RuntimeError) as exc:
-            raise LlmCallError(f"the local model failed: {exc}", retryable=False) from None
+        schema = request.response_schema
+        if decoder == "schema" and request.grammar is None and schema is not None:
+            try:
+                check_schema(schema)
+            except UnsupportedSchema:
+                pass
+            else:
+                return _schema_complete(runtime, request, prompt, model, text_limit)
+        body = {
+            "messages": _messages(request),
+            **generation_options(request),
+            **constraint(request, text_limit),
+        }
+        completion = runtime.chat(body)
     choice = completion["choices"][0]
     usage = completion.get("usage") or {}
     return LlmResponse(
@@ -282,70 +251,31 @@ def _complete(
             completion_tokens=int(usage.get("completion_tokens", 0)),
             calls=1,
         ),
-        raw={"finish_reason": choice.get("finish_reason"), "usage": dict(usage)},
+        raw={
+            "finish_reason": choice.get("finish_reason"),
+            "usage": dict(usage),
+            "evaluated": int((completion.get("timings") or {}).get("prompt_n", 0)),
+        },
     )
-
-
-def _formatter(loaded: _Loaded) -> Any:
-    """The model's own chat template (None when the GGUF has none)."""
-    if loaded.formatter is None:
-        llama = loaded.llama
-        template = (getattr(llama, "metadata", None) or {}).get("tokenizer.chat_template")
-        if not template:
-            loaded.formatter = False
-        else:
-            formats = importlib.import_module("llama_cpp.llama_chat_format")
-
-            def text(token: int) -> str:
-                if token < 0:
-                    return ""
-                return bytes(llama.detokenize([token], special=True)).decode("utf-8", "ignore")
-
-            loaded.formatter = formats.Jinja2ChatFormatter(
-                template=template,
-                eos_token=text(llama.token_eos()),
-                bos_token=text(llama.token_bos()),
-            )
-    return loaded.formatter or None
 
 
 def _schema_complete(
-    loaded: _Loaded, request: LlmRequest, model: str, text_limit: int
-) -> LlmResponse | None:
-    """Answer ``request`` by schema-directed decoding; None when the schema or the model's
-    chat template does not allow it (the caller samples under a grammar instead)."""
-    schema = request.response_schema
-    formatter = _formatter(loaded)
-    if schema is None or formatter is None:
-        return None
-    try:
-        check_schema(schema)
-    except UnsupportedSchema:
-        return None
-    llama = loaded.llama
-    formatted = formatter(
-        messages=[{"role": m.role, "content": m.content} for m in request.messages]
+    runtime: Runtime, request: LlmRequest, prompt: list[int], model: str, text_limit: int
+) -> LlmResponse:
+    """Answer ``request`` by schema-directed decoding."""
+    assert request.response_schema is not None
+    options = generation_options(request)
+    tokens = _ServerTokens(runtime)
+    answer = decode(
+        tokens,
+        request.response_schema,
+        prompt_tokens=prompt,
+        max_tokens=int(options["max_tokens"]),
+        text_limit=text_limit,
+        temperature=float(options["temperature"]),
+        seed=options.get("seed"),
     )
-    prompt = list(
-        llama.tokenize(
-            formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
-        )
-    )
-    options = generation_options(request, text_limit, constrain=False)
-    tokens = _LlamaTokens(loaded)
-    try:
-        answer = decode(
-            tokens,
-            schema,
-            prompt_tokens=prompt[_reuse_prefix(llama, prompt) :],
-            max_tokens=int(options["max_tokens"]),
-            text_limit=text_limit,
-            temperature=float(options["temperature"]),
-            seed=options.get("seed"),
-        )
-    except (ValueError, RuntimeError) as exc:
-        raise LlmCallError(f"the local model failed: {exc}", retryable=False) from None
-    completion_tokens = len(tokens.tokenize(answer.text.encode("utf-8")))
+    completion_tokens = len(runtime.tokenize(answer.text, special=False))
     usage = {"prompt_tokens": len(prompt), "completion_tokens": completion_tokens}
     return LlmResponse(
         text=answer.text,
@@ -357,56 +287,103 @@ def _schema_complete(
             "decisions": answer.decisions,
             "batches": answer.batches,
             "usage": usage,
+            "evaluated": tokens.evaluated,
+            "settled": tokens.settled,
         },
     )
 
 
-def _reuse_prefix(llama: Any, prompt: Sequence[int]) -> int:
-    """Keep the evaluated tokens ``prompt`` starts with (llama.cpp's KV cache); return how many.
-    At least the last prompt token is evaluated again, for its logits."""
-    cached = np.asarray(llama.input_ids[: llama.n_tokens])
-    wanted = np.asarray(prompt[: len(cached)])
-    differ = np.flatnonzero(cached[: len(wanted)] != wanted)
-    common = int(differ[0]) if len(differ) else len(wanted)
-    common = min(common, len(prompt) - 1)
-    if getattr(llama, "_is_recurrent", False) or getattr(llama, "_is_hybrid", False):
-        common = 0  # their state cannot be cut back to a prefix
-    if common <= 0:
-        llama.reset()
-        return 0
-    llama.n_tokens = common  # ``eval`` drops the KV cells from here on before evaluating
-    return common
+class _ServerTokens:
+    """A loaded model seen as :class:`~assay.llm.backends.local_decode.TokenModel`: what was fed
+    is kept here and sent whole with each question, and llama.cpp evaluates only what its cache
+    does not already hold."""
 
-
-class _LlamaTokens:
-    """A loaded llama.cpp model seen as :class:`~assay.llm.backends.local_decode.TokenModel`."""
-
-    def __init__(self, loaded: _Loaded) -> None:
-        self._llama = loaded.llama
-        self._n_ctx = loaded.n_ctx
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self._sequence: list[int] = []
         self._pieces: dict[int, bytes] = {}
+        self.evaluated = 0
+        """Prompt tokens llama.cpp evaluated for this answer (the rest came from its cache)."""
+        self.settled = 0
+        """Near-ties settled by an evaluation from scratch."""
 
     def tokenize(self, text: bytes) -> list[int]:
-        return list(self._llama.tokenize(text, add_bos=False, special=False))
+        pieces = self._runtime.pieces(text.decode("utf-8", "replace"), special=False)
+        self._pieces.update(pieces)
+        return [token for token, _ in pieces]
 
     def piece(self, token: int) -> bytes:
         if token not in self._pieces:
-            self._pieces[token] = bytes(self._llama.detokenize([token], special=False))
+            self._pieces[token] = self._runtime.detokenize([token])
         return self._pieces[token]
 
     def feed(self, tokens: Sequence[int]) -> None:
-        if self._llama.n_tokens + len(tokens) > self._n_ctx:
+        if len(self._sequence) + len(tokens) > self._runtime.n_ctx:
             raise LlmCallError(
-                f"the answer does not fit in the local model's context of {self._n_ctx} tokens; "
-                "set ASSAY_LOCAL_N_CTX to a larger number of tokens (more memory)",
+                f"the answer does not fit in the local model's context of {self._runtime.n_ctx} "
+                "tokens; set ASSAY_LOCAL_N_CTX to a larger number of tokens (more memory)",
                 retryable=False,
             )
-        self._llama.eval(list(tokens))
+        self._sequence.extend(tokens)
 
-    def logits(self) -> npt.NDArray[np.float32]:
-        llama_cpp = _llama_cpp()
-        pointer = llama_cpp.llama_get_logits_ith(self._llama.ctx, -1)
-        return np.ctypeslib.as_array(pointer, shape=(self._llama.n_vocab(),)).copy()
+    def _look(self, count: int, *, fresh: bool = False) -> tuple[dict[int, float], bool]:
+        """The ``count`` most likely next tokens and their log-probabilities, and whether the
+        whole sequence was evaluated from scratch for them."""
+        body = {
+            "prompt": self._sequence,
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "n_probs": count,
+            "cache_prompt": not fresh,
+        }
+        answer = self._runtime.complete(body)
+        timings = answer.get("timings") or {}
+        self.evaluated += int(timings.get("prompt_n", 0))
+        [step] = answer["choices"][0]["logprobs"]["content"]
+        ranked: dict[int, float] = {}
+        for entry in step["top_logprobs"]:
+            token = int(entry["id"])
+            ranked[token] = float(entry["logprob"])
+            self._pieces.setdefault(token, bytes(entry.get("bytes") or b""))
+        return ranked, int(timings.get("cache_n", 0)) == 0
+
+    def top(self, count: int) -> list[tuple[int, float]]:
+        ranked, _ = self._look(count)
+        return sorted(ranked.items(), key=lambda item: -item[1])[:count]
+
+    def logprobs(self, candidates: Sequence[int], *, every: bool) -> npt.NDArray[np.float64]:
+        count = _FIRST_LOOK
+        while True:
+            ranked, fresh = self._look(count)
+            values = np.array([ranked.get(t, -np.inf) for t in candidates], dtype=np.float64)
+            floor = min(ranked.values(), default=-np.inf)
+            if len(ranked) < count or _enough(values, floor, every=every):
+                break
+            count *= 32  # rare: a candidate is not among the most likely tokens
+        if every or fresh or not _near_tie(values):
+            return values
+        self.settled += 1
+        ranked, _ = self._look(count, fresh=True)
+        settled = np.array([ranked.get(t, -np.inf) for t in candidates], dtype=np.float64)
+        return settled if np.isfinite(settled).any() else values
+
+
+def _enough(values: npt.NDArray[np.float64], floor: float, *, every: bool) -> bool:
+    """Whether the tokens looked at, the least likely at ``floor``, tell what is needed: every
+    candidate's value, or the best candidate and whether another is within the margin."""
+    known = np.isfinite(values)
+    if every:
+        return bool(known.all())
+    if not known.any():
+        return False
+    if known.sum() >= 2 or known.all():
+        return True
+    return float(values.max()) - floor >= TIE_MARGIN  # an unseen one is surely not near
+
+
+def _near_tie(values: npt.NDArray[np.float64]) -> bool:
+    known = np.sort(values[np.isfinite(values)])
+    return len(known) >= 2 and float(known[-1] - known[-2]) < TIE_MARGIN
 
 
 def parse_local(model: str) -> ModelSpec | Path:
@@ -425,8 +402,8 @@ def parse_local(model: str) -> ModelSpec | Path:
 
 
 class LocalBackend:
-    """A GGUF model run in this process. Construction checks cheaply that llama-cpp-python and
-    the model are installed; the model is assembled, checked and loaded on first use
+    """A GGUF model run in this process. Construction checks cheaply that the runtime and the
+    model are installed; the model is assembled, checked and loaded on first use
     (or by :meth:`load`)."""
 
     def __init__(
@@ -436,7 +413,7 @@ class LocalBackend:
         env: Mapping[str, str] | None = None,
         n_threads: int | None = None,
     ) -> None:
-        _require_llama()
+        _require_runtime()
         self._model = model
         self._env = dict(os.environ if env is None else env)
         self._source = parse_local(model)
@@ -513,7 +490,6 @@ class LocalBackend:
                 else user_model(source, self._env)
             )
         # Looked up every call (cheap): the model may have been unloaded since.
-        self._loaded = _load(
-            self._prepared.path, self._n_ctx, self._n_threads, self._ram_cache_mb << 20
-        )
+        settings = RuntimeSettings(self._n_ctx, self._n_threads, self._ram_cache_mb)
+        self._loaded = _load(self._prepared.path, settings)
         return self._loaded

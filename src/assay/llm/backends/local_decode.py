@@ -6,8 +6,8 @@ names. Sampling that text token by token under a grammar costs a full forward pa
 the model is asked only where the schema leaves a choice or free text:
 
 * an ``enum`` (or ``boolean``) value: the option whose tokens the model rates highest, read from
-  one set of logits at the first token where the options differ (greedy, as a grammar-constrained
-  decoder would choose, unless a temperature is set);
+  the next-token log-probabilities at the first token where the options differ (greedy, as a
+  grammar-constrained decoder would choose, unless a temperature is set);
 * whether an array of open length goes on (``,``) or ends (``]``), within ``minItems``/``maxItems``;
 * a free string: tokens sampled until the model closes the quote, at most ``maxLength``
   characters; a string whose ``maxLength`` is 0 is written as ``""`` without asking (a nullable
@@ -32,6 +32,9 @@ import numpy.typing as npt
 
 TOP_K = 40
 """Free text sampled at a temperature above 0 draws from this many most likely tokens."""
+_TEXT_SCAN = 64
+"""Free text is written from the most likely tokens that can stand in a JSON string; this many are
+looked at before the answer is given up as one that cannot go on."""
 
 
 class UnsupportedSchema(ValueError):
@@ -43,7 +46,7 @@ class AnswerTooLong(Exception):
 
 
 class TokenModel(Protocol):
-    """What the decoder needs from a model: byte-level tokens and next-token logits."""
+    """What the decoder needs from a model: byte-level tokens and next-token log-probabilities."""
 
     def tokenize(self, text: bytes) -> list[int]:
         """``text`` as tokens, with no start-of-text token and special tokens as plain text."""
@@ -57,8 +60,15 @@ class TokenModel(Protocol):
         """Evaluate ``tokens`` after everything evaluated so far."""
         ...
 
-    def logits(self) -> npt.NDArray[np.float32]:
-        """The next-token logits after the last token fed."""
+    def logprobs(self, candidates: Sequence[int], *, every: bool) -> npt.NDArray[np.float64]:
+        """The next-token log-probabilities of ``candidates`` after the last token fed. With
+        ``every`` False only the greatest must be exact: a candidate less likely than all the
+        tokens the model looked at may be ``-inf``."""
+        ...
+
+    def top(self, count: int) -> list[tuple[int, float]]:
+        """The ``count`` most likely next tokens after the last token fed, with their
+        log-probabilities, most likely first."""
         ...
 
 
@@ -145,15 +155,14 @@ class _Decoder:
         if self.spent > self.budget:
             raise AnswerTooLong
 
-    def _logits(self) -> npt.NDArray[np.float32]:
-        if not self.unfed:  # nothing new since the last evaluation: its logits still hold
-            return self.model.logits()
-        self.model.feed(self.unfed)
-        self.batches += 1
-        self.unfed = []
-        return self.model.logits()
+    def _flush(self) -> None:
+        """Hand the model what it has not seen (nothing new: its last evaluation still holds)."""
+        if self.unfed:
+            self.model.feed(self.unfed)
+            self.batches += 1
+            self.unfed = []
 
-    def _pick(self, scores: npt.NDArray[np.float32]) -> int:
+    def _pick(self, scores: npt.NDArray[np.float64]) -> int:
         """An index into ``scores``: the highest, or sampled at the temperature."""
         if self.temperature <= 0 or len(scores) == 1:
             return int(np.argmax(scores))
@@ -178,8 +187,9 @@ class _Decoder:
             if len(nexts) == 1:
                 token = nexts[0]
             else:
-                logits = self._logits()
-                token = nexts[self._pick(logits[nexts])]
+                self._flush()
+                scores = self.model.logprobs(nexts, every=self.temperature > 0)
+                token = nexts[self._pick(scores)]
             self.unfed.append(token)
             self._spend(1)
             alive = [i for i in alive if paths[i][step] == token]
@@ -204,8 +214,8 @@ class _Decoder:
         piece = b""
         try:
             while limit is None or len(content.decode("utf-8", "ignore")) < limit:
-                logits = self._logits()
-                token, piece = self._next_text_token(logits)
+                self._flush()
+                token, piece = self._next_text_token()
                 end = _closing_quote(content, piece)
                 if end is not None:
                     content += piece[:end]
@@ -221,15 +231,17 @@ class _Decoder:
         if end is not None:  # the model sees its own text up to the quote, then ours
             self.pending = piece[:end] + self.pending
 
-    def _next_text_token(self, logits: npt.NDArray[np.float32]) -> tuple[int, bytes]:
-        scores = logits.astype(np.float32, copy=True)
-        for _ in range(64):
-            token = self._pick(scores)
-            piece = self.model.piece(token)
-            if piece and b"\n" not in piece:
-                return token, piece
-            scores[token] = -np.inf  # end of turn, control tokens, raw newlines: not in a string
-        raise AnswerTooLong
+    def _next_text_token(self) -> tuple[int, bytes]:
+        usable = [
+            (token, logprob, piece)
+            for token, logprob in self.model.top(_TEXT_SCAN)
+            # end of turn, control tokens, raw newlines: not in a string
+            if (piece := self.model.piece(token)) and b"\n" not in piece
+        ][:TOP_K]
+        if not usable:
+            raise AnswerTooLong
+        chosen = self._pick(np.array([logprob for _, logprob, _ in usable], dtype=np.float64))
+        return usable[chosen][0], usable[chosen][2]
 
     # The schema walk -------------------------------------------------------------------------
 

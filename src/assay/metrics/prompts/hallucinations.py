@@ -8,6 +8,7 @@ the per-step inputs last, so a local server's prefix cache reuses the instructio
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -30,7 +31,7 @@ Reply with JSON only: {"sentences": ["first sentence", "second sentence"]}"""
 
 VALIDATOR_INSTRUCTIONS = """\
 You fact-check the sentences of an AI agent's answer against the context the agent had: its \
-instructions, the user's message, its tool definitions, and the tool calls it made with their \
+instructions, its tool definitions, the user's message, and the tool calls it made with their \
 outputs.
 Give every sentence exactly one label:
 - supported: an excerpt of the context fully backs the sentence; quote it.
@@ -56,6 +57,18 @@ SEGMENTER_SCHEMA: dict[str, Any] = {
 """The JSON schema of the segmenter's answer."""
 
 _EXCERPT: dict[str, Any] = {"type": ["string", "null"], "maxLength": _TEXT_LIMIT}
+
+
+def validator_schema(sentences: Sequence[str]) -> dict[str, Any]:
+    """The JSON schema of the validator's answer to ``sentences``: one entry per sentence, each
+    naming one of them (as the rubric schema names rubric ids), so a constrained decoder labels
+    the sentences it was given and never spends generated tokens copying them."""
+    schema = copy.deepcopy(VALIDATOR_SCHEMA)
+    listed = schema["properties"]["sentences"]
+    listed["items"]["properties"]["sentence"]["enum"] = list(dict.fromkeys(sentences))
+    listed["minItems"] = listed["maxItems"] = len(sentences)
+    return schema
+
 
 VALIDATOR_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -85,7 +98,7 @@ VALIDATOR_SCHEMA: dict[str, Any] = {
     "required": ["sentences"],
     "additionalProperties": False,
 }
-"""The JSON schema of the validator's answer."""
+"""The JSON schema of the validator's answer, for any sentences (see :func:`validator_schema`)."""
 
 
 def segmenter_input(answer: str) -> str:
