@@ -45,6 +45,7 @@ import numpy.typing as npt
 from assay.llm.backends.local_decode import UnsupportedSchema, check_schema, decode
 from assay.llm.backends.local_runtime import (
     INSTALL_RUNTIME,
+    MISSING_RUNTIME,
     Runtime,
     RuntimeSettings,
     runtime_available,
@@ -104,10 +105,7 @@ _PARAM_ALIASES = {"max_output_tokens": "max_tokens", "stop_sequences": "stop"}
 
 def _require_runtime() -> None:
     if not runtime_available():
-        raise LlmUnavailableError(
-            "the local judge needs its runtime, xllamacpp, which is not installed; install it "
-            f"with: {INSTALL_RUNTIME} (a prebuilt wheel: no compiler, no build flags)"
-        )
+        raise LlmUnavailableError(MISSING_RUNTIME)
 
 
 def _cpu_count() -> int:
@@ -234,7 +232,7 @@ def _complete(
             except UnsupportedSchema:
                 pass
             else:
-                return _schema_complete(runtime, request, prompt, model, text_limit)
+                return _schema_complete(runtime, request, schema, prompt, model, text_limit)
         body = {
             "messages": _messages(request),
             **generation_options(request),
@@ -260,15 +258,19 @@ def _complete(
 
 
 def _schema_complete(
-    runtime: Runtime, request: LlmRequest, prompt: list[int], model: str, text_limit: int
+    runtime: Runtime,
+    request: LlmRequest,
+    schema: Mapping[str, Any],
+    prompt: list[int],
+    model: str,
+    text_limit: int,
 ) -> LlmResponse:
-    """Answer ``request`` by schema-directed decoding."""
-    assert request.response_schema is not None
+    """Answer ``request`` by schema-directed decoding of ``schema``."""
     options = generation_options(request)
     tokens = _ServerTokens(runtime)
     answer = decode(
         tokens,
-        request.response_schema,
+        schema,
         prompt_tokens=prompt,
         max_tokens=int(options["max_tokens"]),
         text_limit=text_limit,

@@ -34,6 +34,10 @@ INSTALL_LIBGOMP = (
     "apt-get install libgomp1 (Debian, Ubuntu), dnf install libgomp (Fedora, RHEL) or "
     "apk add libgomp (Alpine)"
 )
+MISSING_RUNTIME = (
+    "the local judge needs its runtime, xllamacpp, which is not installed; install it with: "
+    f"{INSTALL_RUNTIME} (a prebuilt wheel: no compiler, no build flags)"
+)
 _HTTP_TIMEOUT = 60.0
 
 
@@ -45,10 +49,7 @@ def runtime_available() -> bool:
 def import_runtime() -> Any:
     """The ``xllamacpp`` module, imported on first use (it loads a native library)."""
     if not runtime_available():
-        raise LlmUnavailableError(
-            "the local judge needs its runtime, xllamacpp, which is not installed; install it "
-            f"with: {INSTALL_RUNTIME} (a prebuilt wheel: no compiler, no build flags)"
-        )
+        raise LlmUnavailableError(MISSING_RUNTIME)
     try:
         return importlib.import_module("xllamacpp")
     except (ImportError, OSError) as exc:
