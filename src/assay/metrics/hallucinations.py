@@ -184,7 +184,7 @@ def build_context(invocation: Invocation, events: Sequence[_Event]) -> str:
     ADK's sections with ADK's content, in an order of our own: what is the same for every case
     of an agent (its instructions and tools) comes first, so a local judge's prompt cache reuses
     it from case to case, and JSON is written compact (ADK indents it, which cost the embedded
-    judge a third of its prompt tokens in whitespace)."""
+    judge about a quarter of its prompt tokens in whitespace)."""
     app = invocation.app_details
     lines = [
         f"Developer instructions:\n{_developer_instructions(app)}\n",
