@@ -289,9 +289,10 @@ def test_a_run_killed_halfway_resumes_to_the_uninterrupted_results_without_calli
         )  # fmt: skip
 
     assert killed.returncode == -signal.SIGKILL and 2 <= len(finished) < 5
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    # exit 1 for both: the example's half-answered conversion fails, resumed or not
+    assert resumed.returncode == 1, resumed.stdout + resumed.stderr
     assert f"{len(finished)} case result(s) kept" in resumed.stdout
-    assert whole.returncode == 0, whole.stdout + whole.stderr
+    assert whole.returncode == 1, whole.stdout + whole.stderr
     resumed_results = read_results_file(tmp_path / "resumed.json")
     assert _comparable(resumed_results) == _comparable(read_results_file(tmp_path / "whole.json"))
     assert results_for(str(tmp_path / "resumed.json")) == results_for("latest", store)
@@ -355,12 +356,13 @@ def test_save_traces_on_a_resumed_run_includes_the_cases_it_kept(
 ) -> None:
     agent = f"{example.dir / 'agent.py'}:travel_agent"
     first, again = tmp_path / "first.json", tmp_path / "again.json"
-    assert run_cli("eval", example.evalset, "--agent", agent, "--save-traces", first).code == 0
+    # exit 1: the example's half-answered conversion fails
+    assert run_cli("eval", example.evalset, "--agent", agent, "--save-traces", first).code == 1
 
     resumed = run_cli(
         "eval", example.evalset, "--agent", agent, "--resume", "latest", "--save-traces", again
     )
 
-    assert resumed.code == 0 and "5 case result(s) kept" in resumed.out
+    assert resumed.code == 1 and "5 case result(s) kept" in resumed.out
     saved = json.loads(again.read_text(encoding="utf-8"))
     assert saved == json.loads(first.read_text(encoding="utf-8")) and len(saved) == 5

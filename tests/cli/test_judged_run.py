@@ -36,7 +36,7 @@ def _user_text(body: dict[str, Any]) -> str:
 
 
 class FaultyJudge:
-    """Replies by case: Paris -> 500, greeting -> hang, yen -> 429 once then approve,
+    """Replies by case: Paris -> 500, greeting -> hang, Swiss francs -> 429 once then approve,
     Lisbon booking -> no verdict in the text; everything else approved."""
 
     def __init__(self) -> None:
@@ -49,7 +49,7 @@ class FaultyJudge:
             return Reply.error(500, "the judge fell over")
         if "Who are you" in text:
             return Reply.hang(5.0)
-        if "yen" in text:
+        if "Swiss francs" in text:
             key = json.dumps(body, sort_keys=True)
             with self.lock:
                 first = key not in self.throttled

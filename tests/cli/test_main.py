@@ -84,7 +84,7 @@ def test_eval_on_the_regressed_traces_exits_1_with_failures_and_a_not_evaluated_
     assert run.code == 1, run.output
     assert "1 passed, 2 failed, 2 not evaluated" in run.out
     assert has_row(run.out, "tool_trajectory_avg_score", "0.5000", "1.0000", "FAILED")
-    assert has_row(run.out, "response_match_score", "0.0870", "0.6000", "FAILED")
+    assert has_row(run.out, "response_match_score", "0.2963", "0.6000", "FAILED")
     assert f"no trace for this case in {example.regressed}" in flat(run.out)
 
 

@@ -39,6 +39,7 @@ NEEDS_EXPECTED = {"tool_trajectory_avg_score", "response_match_score", "final_re
 JUDGES_THE_USER = {"per_turn_user_simulator_quality_v1"}
 TO_LISBON = {"origin": "BER", "destination": "LIS", "date": "2027-05-12"}
 STARTING_PROMPT = "Please book me the cheapest flight from Berlin to Lisbon on 12 May."
+HALF_ANSWERED = "convert_currency"  # asks for two currencies; the agent converts into one
 
 
 @pytest.fixture(scope="module")
@@ -85,14 +86,17 @@ def simulator_requests(server: JudgeServer) -> list[dict[str, Any]]:
 # --- end to end through the CLI -----------------------------------------------------------------
 
 
-def test_the_readme_run_passes_every_case_with_every_criterion_evaluated_where_it_applies(
+def test_the_readme_run_fails_only_the_half_answered_conversion_and_runs_every_criterion(
     run_cli: RunCli, example: Example, tmp_path: Path, judge_env: JudgeServer
 ) -> None:
+    """The agent converts into the first currency asked for and forgets the second: the one
+    failure the example is there to show, caught by the trajectory (the stub judge approves
+    everything, so every judged criterion passes here)."""
     out = tmp_path / "results.json"
     run = run_cli("eval", example.evalset, "--agent", AGENT, "--output", out)
 
-    assert run.code == 0, run.output
-    assert "5 passed, 0 failed, 0 not evaluated" in run.out
+    assert run.code == 1, run.output
+    assert "4 passed, 1 failed, 0 not evaluated" in run.out
     cases = results(out)
     assert list(cases) == [*STATIC, SCENARIO]
     for eval_id, case in cases.items():
@@ -102,9 +106,16 @@ def test_the_readme_run_passes_every_case_with_every_criterion_evaluated_where_i
             if name not in CRITERIA:
                 continue
             expected = EvalStatus.NOT_EVALUATED if name in applies_not else EvalStatus.PASSED
+            if (eval_id, name) == (HALF_ANSWERED, "tool_trajectory_avg_score"):
+                expected = EvalStatus.FAILED
             assert metric["eval_status"] == expected, (eval_id, name)
             assert (metric.get("score") is None) == (name in applies_not), (eval_id, name)
         assert sorted(n for n in metrics(case) if n in CRITERIA) == sorted(CRITERIA)
+    assert cases[HALF_ANSWERED]["final_eval_status"] == EvalStatus.FAILED
+    [row] = cases[HALF_ANSWERED]["eval_metric_result_per_invocation"]
+    assert row["actual_invocation"]["final_response"]["parts"][0]["text"] == (
+        "100 EUR is about 96 CHF at today's rate."
+    )
     assert "sk-test-not-a-real-key" not in run.output + out.read_text(encoding="utf-8")
 
 
@@ -115,7 +126,7 @@ def test_the_scenario_is_played_by_the_simulated_user_until_it_writes_the_stop_s
     before = len(simulator_requests(judge_env))
     run = run_cli("eval", example.evalset, "--agent", AGENT, "--save-traces", saved)
 
-    assert run.code == 0, run.output
+    assert run.code == 1, run.output  # the half-answered conversion
     conversation = json.loads(saved.read_text(encoding="utf-8"))[SCENARIO]
     users = [inv["user_content"]["parts"][0]["text"] for inv in conversation]
     answers = [inv["final_response"]["parts"][0]["text"] for inv in conversation]
@@ -139,8 +150,8 @@ def test_mocked_tools_answer_from_the_eval_set_and_give_the_same_result(
     run_cli("eval", example.evalset, "--agent", AGENT, "--output", real)
     run = run_cli("eval", example.evalset, "--agent", AGENT, "--mock-tools", "--output", mocked)
 
-    assert run.code == 0, run.output
-    assert "5 passed, 0 failed, 0 not evaluated" in run.out
+    assert run.code == 1, run.output
+    assert "4 passed, 1 failed, 0 not evaluated" in run.out
 
     def verdicts(path: Path) -> dict[str, list[tuple[str, Any]]]:
         return {
@@ -205,6 +216,8 @@ def test_a_judge_that_rejects_everything_fails_every_judged_criterion_where_it_a
                 assert metric["eval_status"] == EvalStatus.NOT_EVALUATED
             elif name in judged:
                 assert metric["eval_status"] == EvalStatus.FAILED, (eval_id, name)
+            elif (eval_id, name) == (HALF_ANSWERED, "tool_trajectory_avg_score"):
+                assert metric["eval_status"] == EvalStatus.FAILED
             elif name in CRITERIA:  # the deterministic ones still pass
                 assert metric["eval_status"] == EvalStatus.PASSED, (eval_id, name)
 
@@ -299,12 +312,12 @@ def test_varied_phrasings_lead_to_the_right_tool(
         assert expected.items() <= args.items()
 
 
-def test_the_static_conversations_get_the_recorded_answers(
+def test_the_static_conversations_get_the_recorded_answers_but_one(
     travel: ModuleType, example: Example
 ) -> None:
     data = json.loads(example.evalset.read_text(encoding="utf-8"))
     for case in data["eval_cases"]:
-        if "conversation" not in case:
+        if "conversation" not in case or case["eval_id"] == HALF_ANSWERED:
             continue
         chat = Chat(travel, **case.get("session_input", {}).get("state", {}))
         for invocation in case["conversation"]:
@@ -312,6 +325,18 @@ def test_the_static_conversations_get_the_recorded_answers(
             assert result.final_response == invocation["final_response"]["parts"][0]["text"]
             expected = invocation["intermediate_data"]["tool_uses"]
             assert tools(result) == [(use["name"], use["args"]) for use in expected]
+
+
+def test_the_half_answered_conversion_makes_the_first_of_the_two_expected_calls(
+    travel: ModuleType, example: Example
+) -> None:
+    data = json.loads(example.evalset.read_text(encoding="utf-8"))
+    [case] = [c for c in data["eval_cases"] if c["eval_id"] == HALF_ANSWERED]
+    [invocation] = case["conversation"]
+    result = Chat(travel).say(invocation["user_content"]["parts"][0]["text"])
+    expected = [(u["name"], u["args"]) for u in invocation["intermediate_data"]["tool_uses"]]
+    assert len(expected) == 2
+    assert tools(result) == expected[:1]
 
 
 def test_state_carries_the_search_and_the_fare_across_turns(travel: ModuleType) -> None:

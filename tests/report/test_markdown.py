@@ -98,7 +98,7 @@ def test_markdown_of_a_real_regressed_run(
     text = render_markdown(read_results_file(out))
     assert "**1 passed, 2 failed, 2 not evaluated** of 5 case(s)" in text
     assert (
-        "- **travel\\_assistant / convert\\_currency**: response\\_match\\_score 0.0870 < 0.6000"
+        "- **travel\\_assistant / convert\\_currency**: response\\_match\\_score 0.2963 < 0.6000"
         in text
     )
     assert "| tool\\_trajectory\\_avg\\_score | 66.7% (2/3) | 0.8333 |" in text
