@@ -256,7 +256,7 @@ def _judge_requests() -> dict[str, LlmRequest]:
         ),
         "rubrics": LlmRequest.user(
             rubrics.properties_text([rubric]),
-            system=rubrics.FINAL_RESPONSE_SYSTEM,
+            system=rubrics.RUBRIC_SYSTEM,
             response_schema=rubrics.schema([rubric]),
         ),
         "sentences": LlmRequest.user(

@@ -515,7 +515,7 @@ def test_the_final_response_prompt_gives_every_input_after_the_static_instructio
     )
     request = caller.requests[0]
     assert [m.role for m in request.messages] == ["system", "user"]
-    assert request.messages[0].content == prompts.FINAL_RESPONSE_SYSTEM
+    assert request.messages[0].content == prompts.RUBRIC_SYSTEM
     user = request.messages[1].content
     order = [
         "<developer_instructions>\nYou book trains.\n",
@@ -523,7 +523,8 @@ def test_the_final_response_prompt_gives_every_input_after_the_static_instructio
         "<user_prompt>\n<question 0>\n",
         '<response_steps>\n{"tool_calls_and_response": [\n{"step": 0, "tool_call": {"id": "1"',
         "<final_answer>\nBooked.\n</final_answer>",
-        "<properties>\n[id: polite] The answer is polite.\n[id: short] The answer is short.\n",
+        "<final_answer_properties>\n[id: polite] The answer is polite.\n"
+        "[id: short] The answer is short.\n",
     ]
     positions = [user.index(part) for part in order]
     assert positions == sorted(positions)
@@ -539,7 +540,7 @@ def test_the_final_answer_includes_intermediate_text_when_asked() -> None:
     )
 
 
-def test_the_tool_use_prompt_has_no_final_answer_and_no_instructions() -> None:
+def test_the_tool_use_prompt_is_the_turn_without_its_final_answer() -> None:
     _, caller = _run(
         [[_json(("polite", "yes"))]],
         _criterion([POLITE]),
@@ -547,11 +548,36 @@ def test_the_tool_use_prompt_has_no_final_answer_and_no_instructions() -> None:
         actual=[_rich_invocation()],
     )
     request = caller.requests[0]
-    assert request.messages[0].content == prompts.TOOL_USE_SYSTEM
+    assert request.messages[0].content == prompts.RUBRIC_SYSTEM
     user = request.messages[1].content
-    assert "Booked." not in user and "You book trains." not in user
-    for tag in ("<available_tools>", "<user_prompt>", "<response_steps>", "<properties>"):
-        assert tag in user
+    assert "Booked." not in user and "<final_answer>" not in user
+    order = [
+        "<developer_instructions>\nYou book trains.\n",
+        "<available_tools>",
+        "<user_prompt>",
+        "<response_steps>",
+        "<tool_use_properties>\n[id: polite] The answer is polite.\n</tool_use_properties>",
+    ]
+    positions = [user.index(part) for part in order]
+    assert positions == sorted(positions)
+
+
+def test_both_rubric_judges_share_everything_up_to_the_tool_steps() -> None:
+    """A prompt cache that read one judge's prompt reads only the other's last lines."""
+    requests = []
+    for metric in (RubricFinalResponseQualityMetric, RubricToolUseQualityMetric):
+        _, caller = _run(
+            [[_json(("polite", "yes"))]],
+            _criterion([POLITE]),
+            metric=metric,
+            actual=[_rich_invocation()],
+        )
+        requests.append(caller.requests[0])
+    final, tool_use = (request.messages for request in requests)
+    assert final[0].content == tool_use[0].content
+    shared = tool_use[1].content.split("<tool_use_properties>")[0]
+    assert final[1].content.startswith(shared)
+    assert "</response_steps>" in shared
 
 
 def test_an_invocation_without_tools_or_steps_says_so() -> None:
@@ -576,8 +602,7 @@ def test_the_schema_asks_for_one_verdict_per_rubric_by_id() -> None:
 
 
 def test_the_static_prompts_are_compact() -> None:
-    for system in (prompts.FINAL_RESPONSE_SYSTEM, prompts.TOOL_USE_SYSTEM):
-        assert len(system.split()) < 300
+    assert len(prompts.RUBRIC_SYSTEM.split()) < 300
 
 
 # --------------------------------------------------------------------------- notes

@@ -525,7 +525,7 @@ class RubricFinalResponseQualityMetric(_RubricMetric):
         ),
     )
     rubric_type: ClassVar[str] = FINAL_RESPONSE_QUALITY
-    system: ClassVar[str] = prompts.FINAL_RESPONSE_SYSTEM
+    system: ClassVar[str] = prompts.RUBRIC_SYSTEM
 
     def prompt(self, actual: Invocation, rubrics: Sequence[Rubric]) -> str:
         """Instructions, tools, the user prompt, tool steps, grounding, final answer, rubrics."""
@@ -552,11 +552,12 @@ class RubricToolUseQualityMetric(_RubricMetric):
         ),
     )
     rubric_type: ClassVar[str] = TOOL_USE_QUALITY
-    system: ClassVar[str] = prompts.TOOL_USE_SYSTEM
+    system: ClassVar[str] = prompts.RUBRIC_SYSTEM
 
     def prompt(self, actual: Invocation, rubrics: Sequence[Rubric]) -> str:
-        """Tools, the user prompt, tool steps and rubrics (no final answer)."""
+        """Instructions, tools, the user prompt, tool steps and rubrics (no final answer)."""
         return prompts.render_tool_use(
+            developer_instructions=judge_inputs.developer_instructions(actual),
             available_tools=judge_inputs.tool_declarations_json(actual.app_details),
             user_prompt=judge_inputs.user_text(actual),
             response_steps=judge_inputs.tool_steps_json(actual),

@@ -19,37 +19,33 @@ _ANSWER_FORMAT = """\
 Reply with only this JSON object, one entry per property, in the order given:
 {"verdicts": [{"id": "<ID>", "rationale": "<one short sentence>", "verdict": "yes" or "no"}]}"""
 
-FINAL_RESPONSE_SYSTEM = f"""\
-You check the final answer of an AI agent against a list of properties, one verdict each.
+RUBRIC_SYSTEM = f"""\
+You check one turn of an AI agent against a list of properties, one verdict each.
 
+The inputs: <developer_instructions> (the agent's instructions), <available_tools>, \
+<user_prompt>, <response_steps> (the tool calls made, with their responses), then either \
+<final_answer> and <final_answer_properties>, or <tool_use_properties>. Properties are listed one \
+per line as "[id: ID] text". Judge each property on its own.
+
+Final-answer properties:
 - "yes": the final answer has the property, or the property does not apply here.
 - "no": the property applies and the final answer lacks it, or what the answer claims for it \
 cannot be confirmed from trusted evidence.
-
 Trusted evidence is only the user's request, the output of tool calls that were made correctly \
 (the right tool, with right and complete arguments, for a sensible purpose) and grounding \
 metadata when given. What the agent itself says or reasons is never evidence. Check that the \
 final answer agrees with the evidence: other wording or rounding is fine, other facts are not.
 
-Judge each property on its own. The inputs: <developer_instructions> (the agent's \
-instructions), <available_tools>, <user_prompt>, <response_steps> (the tool calls made, with \
-their responses), <final_answer>, and <properties>, one per line as "[id: ID] text".
-
-{_ANSWER_FORMAT}"""
-
-TOOL_USE_SYSTEM = f"""\
-You check how an AI agent used its tools against a list of properties, one verdict each.
-
+Tool-use properties: look at which tools were called, with which arguments, in which order, and \
+what they returned, given the tools available and what the user asked.
 - "yes": the agent's tool use has the property, or the property does not apply (for example, \
 it is about a call that depends on an earlier step the agent never got to).
 - "no": the property applies and the tool use lacks it.
 
-Look at which tools were called, with which arguments, in which order, and what they \
-returned, given the tools available and what the user asked. Judge each property on its own. \
-The inputs: <available_tools>, <user_prompt>, <response_steps> (the tool calls made, with \
-their responses), and <properties>, one per line as "[id: ID] text".
-
 {_ANSWER_FORMAT}"""
+"""One system prompt for both rubric judges, and one shared start of their user message (the
+turn up to its tool steps): a prompt cache that has read one judge's prompt reads only the
+other's last lines."""
 
 
 def properties_text(rubrics: Sequence[Rubric]) -> str:
@@ -64,6 +60,18 @@ def _tagged(name: str, text: str) -> str:
     return f"<{name}>\n{text}\n</{name}>"
 
 
+def _turn(
+    developer_instructions: str, available_tools: str, user_prompt: str, response_steps: str
+) -> list[str]:
+    """What both rubric judges read first, in the same words."""
+    return [
+        _tagged("developer_instructions", developer_instructions or "(none)"),
+        _tagged("available_tools", available_tools),
+        _tagged("user_prompt", user_prompt),
+        _tagged("response_steps", response_steps),
+    ]
+
+
 def render_final_response(
     *,
     developer_instructions: str,
@@ -75,35 +83,26 @@ def render_final_response(
     rubrics: Sequence[Rubric],
 ) -> str:
     """The final-response judge's user message (grounding metadata only when there is some)."""
-    sections = [
-        _tagged("developer_instructions", developer_instructions or "(none)"),
-        _tagged("available_tools", available_tools),
-        _tagged("user_prompt", user_prompt),
-        _tagged("response_steps", response_steps),
-    ]
+    sections = _turn(developer_instructions, available_tools, user_prompt, response_steps)
     if grounding_metadata is not None:
         sections.append(_tagged("grounding_metadata", grounding_metadata))
     sections.append(_tagged("final_answer", final_answer))
-    sections.append(_tagged("properties", properties_text(rubrics)))
+    sections.append(_tagged("final_answer_properties", properties_text(rubrics)))
     return "\n".join(sections)
 
 
 def render_tool_use(
     *,
+    developer_instructions: str,
     available_tools: str,
     user_prompt: str,
     response_steps: str,
     rubrics: Sequence[Rubric],
 ) -> str:
-    """The tool-use judge's user message (no final answer, no developer instructions)."""
-    return "\n".join(
-        [
-            _tagged("available_tools", available_tools),
-            _tagged("user_prompt", user_prompt),
-            _tagged("response_steps", response_steps),
-            _tagged("properties", properties_text(rubrics)),
-        ]
-    )
+    """The tool-use judge's user message: the turn without its final answer."""
+    sections = _turn(developer_instructions, available_tools, user_prompt, response_steps)
+    sections.append(_tagged("tool_use_properties", properties_text(rubrics)))
+    return "\n".join(sections)
 
 
 def schema(rubrics: Sequence[Rubric]) -> dict[str, Any]:
