@@ -191,6 +191,62 @@ def test_a_metric_that_raises_is_not_evaluated_with_the_exception_and_others_sti
         ]
 
 
+class MeetingMetric(FixedMetric):
+    """Scores only once every other MeetingMetric of the case has started: the case's metrics
+    must run together, or this waits forever."""
+
+    started: ClassVar[list[str]] = []
+    everyone: ClassVar[asyncio.Event | None] = None
+
+    async def evaluate(
+        self,
+        actual: Sequence[Invocation],
+        expected: Sequence[Invocation] | None,
+        case: EvalCase,
+    ) -> MetricResult:
+        assert MeetingMetric.everyone is not None
+        MeetingMetric.started.append(self.name)
+        if len(MeetingMetric.started) == 3:
+            MeetingMetric.everyone.set()
+        await MeetingMetric.everyone.wait()
+        return await super().evaluate(actual, expected, case)
+
+
+def test_a_cases_metrics_run_together_and_its_rows_keep_the_configured_order() -> None:
+    """So that a judge serving several metrics sees all their calls at once (a one-at-a-time
+    judge then takes calls that share a prompt's start back to back)."""
+    case = make_case(invocation("a"), invocation("b"))
+    metrics = [configured(name, MeetingMetric, score=0.25 * i) for i, name in enumerate("xyz", 2)]
+
+    async def scored() -> EvalCaseResult:
+        MeetingMetric.started, MeetingMetric.everyone = [], asyncio.Event()
+        return await asyncio.wait_for(score_case("set_1", case, actual_of(case), metrics), 5)
+
+    result = asyncio.run(scored())
+
+    assert overall(result) == {"x": (0.5, P), "y": (0.75, P), "z": (1.0, P)}
+    for row in result.eval_metric_result_per_invocation:
+        assert [m.metric_name for m in row.eval_metric_results] == ["x", "y", "z"]
+
+
+def test_a_cancelled_case_cancels_the_metrics_still_running() -> None:
+    case = make_case(invocation("a"))
+    metrics = [configured(name, MeetingMetric) for name in "xy"]  # the third never starts
+
+    async def cancelled() -> list[str]:
+        MeetingMetric.started, MeetingMetric.everyone = [], asyncio.Event()
+        task = asyncio.ensure_future(score_case("set_1", case, actual_of(case), metrics))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0)
+        pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        return [repr(t) for t in pending]
+
+    assert asyncio.run(cancelled()) == []
+
+
 def test_a_case_whose_only_scoring_metric_raises_is_not_evaluated() -> None:
     case = make_case(invocation("a"))
 

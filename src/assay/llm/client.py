@@ -6,7 +6,9 @@ An :class:`LlmClient` wraps one :class:`~assay.llm.base.LlmBackend`. For each lo
    model, server, request and sample index) was answered before;
 2. otherwise sends attempts to the backend, at most ``concurrency`` at a time across the whole
    client (a slot is held only while an attempt is in flight, never while waiting to retry), each
-   attempt cut off after ``timeout_s``;
+   attempt cut off after ``timeout_s``; a freed slot goes to the waiting call that shares the
+   longest prompt start with the call that freed it (:mod:`~assay.llm.slots`: prompt caches
+   then read the shared part once);
 3. retries what the backend marks retryable, waiting an exponentially growing, fully jittered
    delay (at least what the server asked for in ``Retry-After``), within ``max_attempts`` and the
    ``deadline_s`` of the whole call;
@@ -41,6 +43,7 @@ from assay.llm.base import (
 )
 from assay.llm.cache import ResponseCache
 from assay.llm.redact import redact
+from assay.llm.slots import PromptSlots
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +129,7 @@ class LlmClient:
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
         self._backend = backend
-        self._slots = asyncio.Semaphore(concurrency)
+        self._slots = PromptSlots(concurrency)
         self._timeout_s = timeout_s
         self._retry = retry
         self._cache = cache
@@ -242,7 +245,7 @@ class LlmClient:
     ) -> tuple[LlmResponse | LlmError, float]:
         """One attempt in a concurrency slot, cut off after ``limit`` seconds; returns the
         response or the error, and the seconds it took (time waiting for the slot excluded)."""
-        async with self._slots:
+        async with self._slots.hold(request):
             started = time.monotonic()
             outcome: LlmResponse | LlmError
             try:

@@ -7,6 +7,7 @@ PASSED metric passes it, else it is NOT_EVALUATED.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -228,24 +229,39 @@ async def score_case(
     ]
     overall = []
     captured = CapturedRows() if captures is not None else None
-    for configured in metrics:
-        skip = configured.not_applicable(case)
-        if skip is not None:
-            notes.not_applicable.append(configured.name)
-            result = not_evaluated(configured.name, configured.criterion, actual, skip, expected)
-        else:
-            result = await _run_metric(configured, actual, expected, case)
-        if result.reason and result.status is EvalStatus.NOT_EVALUATED:
-            notes.metric_reasons[configured.name] = result.reason
-        if result.notes is not None:
-            notes.metrics[configured.name] = result.notes
-        values = _row_values(result, len(rows))
-        made = [_metric_row(configured, *value) for value in values]
-        overall.append(made[0])
-        for row, metric_row in zip(rows, made[1:], strict=True):
-            row.eval_metric_results.append(metric_row)
-        if captured is not None:
-            captured.made(configured, values, made)
+    # The metrics run together, so that a judge serving several can take their calls in the
+    # order it answers fastest (the embedded one: calls that share a prompt's start back to
+    # back); the rows are made in the configured order as each result arrives.
+    skips = [configured.not_applicable(case) for configured in metrics]
+    running = [
+        asyncio.ensure_future(_run_metric(configured, actual, expected, case))
+        for configured, skip in zip(metrics, skips, strict=True)
+        if skip is None
+    ]
+    pending = iter(running)
+    try:
+        for configured, skip in zip(metrics, skips, strict=True):
+            if skip is not None:
+                notes.not_applicable.append(configured.name)
+                result = not_evaluated(
+                    configured.name, configured.criterion, actual, skip, expected
+                )
+            else:
+                result = await next(pending)
+            if result.reason and result.status is EvalStatus.NOT_EVALUATED:
+                notes.metric_reasons[configured.name] = result.reason
+            if result.notes is not None:
+                notes.metrics[configured.name] = result.notes
+            values = _row_values(result, len(rows))
+            made = [_metric_row(configured, *value) for value in values]
+            overall.append(made[0])
+            for row, metric_row in zip(rows, made[1:], strict=True):
+                row.eval_metric_results.append(metric_row)
+            if captured is not None:
+                captured.made(configured, values, made)
+    finally:
+        for task in running:
+            task.cancel()  # only those still running: a cancelled case stops its metrics
     notes.duration_s = round(time.perf_counter() - started, 6)
     scored = EvalCaseResult(
         eval_set_file=eval_set_id,
