@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from assay.compare.stats import mcnemar_exact, paired_bootstrap_ci
+from assay.compare.stats import mcnemar_exact, min_pairs_to_test, paired_bootstrap_ci
 
 
 @pytest.mark.parametrize(
@@ -148,3 +148,35 @@ def test_few_valued_differences_give_the_same_interval_as_resampling_cases() -> 
     sd = math.sqrt(0.25 * 0.75 * 400 / 399)
     assert interval.low < -0.25 < interval.high
     assert interval.high - interval.low == pytest.approx(2 * 1.96 * sd / 20, rel=0.1)
+
+
+@pytest.mark.parametrize(
+    ("alpha", "needed"),
+    [
+        (0.05, 6),  # 2/32 = 0.0625 is not below 0.05; 2/64 is
+        (0.01, 8),  # 2/128 = 0.0156, 2/256 = 0.0078
+        (0.0625, 6),  # 2/32 equals alpha: p must be strictly below it
+        (0.5, 3),
+        (0.6, 2),
+        (0.99, 2),  # one flip gives p = 1
+        (1e-6, 21),  # log2(2 / 1e-6) = 20.9
+    ],
+)
+def test_min_pairs_to_test_is_the_fewest_flips_that_can_be_significant(
+    alpha: float, needed: int
+) -> None:
+    assert min_pairs_to_test(alpha) == needed
+    assert mcnemar_exact(needed, 0) < alpha  # all flips one way: the smallest p there is
+    assert mcnemar_exact(needed - 1, 0) >= alpha
+
+
+def test_min_pairs_to_test_agrees_with_mcnemar_for_many_alphas() -> None:
+    for alpha in [i / 1000 for i in range(1, 1000)]:
+        needed = min_pairs_to_test(alpha)
+        assert mcnemar_exact(needed, 0) < alpha <= mcnemar_exact(needed - 1, 0)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0, -0.1])
+def test_min_pairs_to_test_rejects_alpha_outside_0_1(alpha: float) -> None:
+    with pytest.raises(ValueError, match="alpha"):
+        min_pairs_to_test(alpha)

@@ -1,7 +1,9 @@
 """``assay compare BASE CANDIDATE``: what changed between two runs, and whether it is noise.
 
-Exit codes: 0 compared (also with regressions, unless ``--fail-on-regression``), 1 a metric got
-significantly worse and ``--fail-on-regression`` was given, 2 a run or file could not be read.
+Exit codes: 0 compared (also with regressions, unless ``--fail-on-regression``); 1 with
+``--fail-on-regression`` when the gate fails: by default (``--gate cases``) a case that passed in
+BASE failed or was not evaluated in CANDIDATE, or a metric got significantly worse; with ``--gate
+significance`` only the latter; 2 a run or file could not be read, or a bad option.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
@@ -23,7 +26,13 @@ from assay.compare import (
 from assay.compare.diff import Comparison
 from assay.history import results_for
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 EXIT_REGRESSED = 1
+
+GATE_CASES = "cases"
+GATE_SIGNIFICANCE = "significance"
 
 
 def _check_folder(option: str, path: str | None) -> None:
@@ -58,8 +67,19 @@ def _write(path: str, render: Callable[[Comparison], str], comparison: Compariso
 @click.option(
     "--fail-on-regression",
     is_flag=True,
-    help="Exit 1 when a metric got significantly worse: its confidence interval lies below 0, "
-    "or McNemar's test is significant with more pass→fail than fail→pass flips.",
+    help="Exit 1 when the regression gate (--gate) fails; without it, regressions are only "
+    "reported and compare exits 0.",
+)
+@click.option(
+    "--gate",
+    type=click.Choice([GATE_CASES, GATE_SIGNIFICANCE]),
+    default=None,
+    help="What --fail-on-regression fails on. 'cases' (the default): any case that passed in "
+    "BASE and failed or was not evaluated in CANDIDATE, and anything 'significance' fails on. "
+    "'significance': only a metric or the case verdict that got significantly worse at --alpha "
+    "(its bootstrap interval, from enough scored cases to mean anything, lies below 0, or "
+    "McNemar's test is significant with more pass→fail than fail→pass flips); single cases "
+    "that regressed are listed but do not fail it.",
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap random seed.")
 @click.option(
@@ -75,7 +95,8 @@ def _write(path: str, render: Callable[[Comparison], str], comparison: Compariso
     default=0.05,
     show_default=True,
     type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
-    help="Significance level (the interval is 1 - alpha).",
+    help="Significance level (the interval is 1 - alpha). A row with fewer scored cases and "
+    "flips than any test needs to reach it says 'too few cases to test'.",
 )
 def compare(
     base: str,
@@ -83,12 +104,16 @@ def compare(
     markdown_path: str | None,
     html_path: str | None,
     fail_on_regression: bool,
+    gate: str | None,
     seed: int,
     resamples: int,
     alpha: float,
 ) -> None:
     """Compare two runs (run ids or results files): per metric the change in mean score and
-    pass rate, the cases that flipped, a bootstrap interval and an exact McNemar test."""
+    pass rate, the cases that regressed or flipped, a bootstrap interval and an exact McNemar
+    test (or "too few cases to test" when no test could be significant with so few)."""
+    if gate is not None and not fail_on_regression:
+        raise click.BadParameter("needs --fail-on-regression", param_hint="'--gate'")
     _check_folder("--markdown", markdown_path)
     _check_folder("--html", html_path)
     comparison = compare_runs(
@@ -109,9 +134,38 @@ def compare(
         if path:
             _write(path, render, comparison)
             console.print(f"written to {escape(path)}")
-    regressed = comparison.regressions
-    if regressed:
-        names = ", ".join(row.name for row in regressed)
-        console.print(f"[bold red]significantly worse:[/] {escape(names)}")
-    if fail_on_regression and regressed:
+    _report(console, comparison)
+    if fail_on_regression and not _gate(console, comparison, gate or GATE_CASES):
         sys.exit(EXIT_REGRESSED)
+
+
+def _report(console: Console, comparison: Comparison) -> None:
+    """The closing lines: the rows significantly worse, the number of regressed cases."""
+    if comparison.regressions or comparison.case_regressions:
+        console.print()
+    if comparison.regressions:
+        names = ", ".join(row.name for row in comparison.regressions)
+        console.print(f"[bold red]significantly worse:[/] {escape(names)}")
+    if comparison.case_regressions:
+        count = len(comparison.case_regressions)
+        console.print(
+            f"[bold red]regressed:[/] {count} case(s) passed in {escape(comparison.base)} and "
+            f"failed or were not evaluated in {escape(comparison.candidate)}"
+        )
+
+
+def _gate(console: Console, comparison: Comparison, gate: str) -> bool:
+    """Whether the regression gate passes, with one line saying which way and why."""
+    cases = len(comparison.case_regressions)
+    rows = len(comparison.regressions)
+    failing = []
+    if gate == GATE_CASES and cases:
+        failing.append(f"{cases} case(s) regressed")
+    if rows:
+        failing.append(f"{rows} row(s) significantly worse")
+    if failing:
+        console.print(f"[bold red]regression gate ({gate}): failed[/]: {'; '.join(failing)}")
+        return False
+    ignored = f" ({cases} case(s) regressed: not gated with --gate {gate})" if cases else ""
+    console.print(f"regression gate ({gate}): passed{ignored}")
+    return True

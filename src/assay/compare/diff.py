@@ -1,24 +1,36 @@
-"""Matching the cases of two runs and measuring what changed, metric by metric.
+"""Matching the cases of two runs and measuring what changed, case by case and metric by metric.
 
-Cases are matched by ``(eval_set_id, eval_id, run)``. For every metric, only the cases where
-both runs have a usable value count: a score on both sides for the mean change and the bootstrap
-interval, PASSED or FAILED on both sides for the pass rates and the McNemar test. Metrics that
-do not apply to a case (``assay.not_applicable``) are left out for that case. Cases found in only
-one run are kept in :attr:`Comparison.only_in_base` / :attr:`Comparison.only_in_candidate`.
+Cases are matched by ``(eval_set_id, eval_id, run)``. A matched case that PASSED in the base run
+and is FAILED or NOT_EVALUATED in the candidate is a *case regression*
+(:attr:`Comparison.case_regressions`), whatever the statistics say about the aggregate.
+
+For every metric, only the cases where both runs have a usable value count: a score on both
+sides for the mean change and the bootstrap interval, PASSED or FAILED on both sides for the
+pass rates and the McNemar test. Metrics that do not apply to a case (``assay.not_applicable``)
+are left out for that case. Each row records how many matched cases it counted and, for the
+others, why they were left out (:attr:`MetricChange.left_out`), so the row's n and the number of
+matched cases can always be reconciled. Cases found in only one run are kept in
+:attr:`Comparison.only_in_base` / :attr:`Comparison.only_in_candidate`.
 
 A metric *regressed* when the interval for its mean score change lies wholly below zero, or
 when McNemar's test is significant at ``alpha`` and more cases went pass→fail than fail→pass.
-Informational metrics (token counts, durations) have no better direction and never regress.
+The interval only counts with at least :func:`~assay.compare.stats.min_pairs_to_test` scored
+cases (below that no paired test could be significant; the percentile bootstrap would still
+claim it). Informational metrics (token counts, durations) have no better direction and never
+regress.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from assay.compare.stats import Interval, mcnemar_exact, paired_bootstrap_ci
+from pydantic import BaseModel, ConfigDict
+
+from assay.compare.stats import Interval, mcnemar_exact, min_pairs_to_test, paired_bootstrap_ci
 from assay.errors import InputError, Problem
 from assay.metrics.base import EvalStatus
 from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult
@@ -27,6 +39,20 @@ CASE_VERDICT = "(case verdict)"
 """The name of the row comparing whole cases' final statuses."""
 
 _JUDGED = (EvalStatus.PASSED, EvalStatus.FAILED)
+
+NOT_APPLICABLE = "not applicable"
+"""Why a matched case is left out of a metric's row: the metric does not apply to it."""
+
+
+def _not_evaluated(side: str) -> str:
+    return f"not evaluated in {side}"
+
+
+def _not_measured(side: str) -> str:
+    return f"not measured in {side}"
+
+
+_BASE, _CANDIDATE, _EITHER = "the base run", "the candidate run", "either run"
 
 
 class CaseKey(NamedTuple):
@@ -43,12 +69,36 @@ class CaseKey(NamedTuple):
         return f"{self.eval_set_id} / {self.eval_id}{run}"
 
 
+class CaseRegression(BaseModel):
+    """A matched case that PASSED in the base run and did not pass in the candidate."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: CaseKey
+    became: EvalStatus
+    """FAILED or NOT_EVALUATED: the case's final status in the candidate run."""
+    failed_metrics: tuple[str, ...] = ()
+    """The metrics that failed for it in the candidate run (in its results' order)."""
+    reason: str | None = None
+    """Why it was not evaluated, as the candidate's results say (``assay.reason``)."""
+
+    @property
+    def became_label(self) -> str:
+        """``failed`` or ``not evaluated``."""
+        return "failed" if self.became is EvalStatus.FAILED else "not evaluated"
+
+
 @dataclass(frozen=True)
 class MetricChange:
     """How one metric (or the case verdict) changed between two runs on the matched cases."""
 
     name: str
     informational: bool = False
+    compared: int = 0
+    """Matched cases this row counts: scored or judged in both runs (its n)."""
+    left_out: tuple[tuple[str, int], ...] = ()
+    """The other matched cases, counted by why they were left out (most frequent first); the
+    counts and :attr:`compared` add up to :attr:`Comparison.matched`."""
     scored: int = 0
     """Cases with a score in both runs."""
     base_mean: float | None = None
@@ -61,8 +111,23 @@ class MetricChange:
     to_fail: tuple[CaseKey, ...] = ()
     to_pass: tuple[CaseKey, ...] = ()
     p_value: float = 1.0
+    min_pairs: int = 1
+    """The fewest scored cases or discordant pairs with which a test could be significant."""
+    unchanged: bool = False
+    """Every counted case has the same score and status in both runs."""
     regressed: bool = False
     improved: bool = False
+
+    @property
+    def discordant(self) -> int:
+        """Cases that flipped either way (McNemar's discordant pairs)."""
+        return len(self.to_fail) + len(self.to_pass)
+
+    @property
+    def testable(self) -> bool:
+        """Whether the bootstrap (enough scored cases) or McNemar (enough flips) could reach
+        significance; when not, "no significant change" would claim more than the data can."""
+        return self.scored >= self.min_pairs or self.discordant >= self.min_pairs
 
     @property
     def mean_change(self) -> float | None:
@@ -101,6 +166,7 @@ class Comparison:
     matched: int
     metrics: list[MetricChange] = field(default_factory=list)
     verdict: MetricChange = field(default_factory=lambda: MetricChange(CASE_VERDICT))
+    case_regressions: list[CaseRegression] = field(default_factory=list)
     only_in_base: list[CaseKey] = field(default_factory=list)
     only_in_candidate: list[CaseKey] = field(default_factory=list)
 
@@ -114,6 +180,11 @@ class Comparison:
         """The rows that got significantly worse."""
         return [row for row in self.rows if row.regressed]
 
+    @property
+    def min_pairs(self) -> int:
+        """The fewest scored cases or discordant pairs a test needs at :attr:`alpha`."""
+        return min_pairs_to_test(self.alpha)
+
 
 @dataclass
 class _Pairs:
@@ -123,6 +194,8 @@ class _Pairs:
     base_scores: list[float] = field(default_factory=list)
     candidate_scores: list[float] = field(default_factory=list)
     statuses: list[tuple[CaseKey, bool, bool]] = field(default_factory=list)
+    compared: int = 0
+    left_out: Counter[str] = field(default_factory=Counter)
 
 
 def index_cases(results: Sequence[EvalSetResult], source: str) -> dict[CaseKey, EvalCaseResult]:
@@ -161,13 +234,19 @@ def compare_runs(
     before = index_cases(base, base_label)
     after = index_cases(candidate, candidate_label)
     matched = [key for key in before if key in after]
-    pairs: dict[str, _Pairs] = {}
-    verdicts: list[tuple[CaseKey, bool, bool]] = []
+    usable = {key: (_usable(before[key]), _usable(after[key])) for key in matched}
+    names = list(dict.fromkeys(name for key in matched for rows in usable[key] for name in rows))
+    pairs = {name: _Pairs() for name in names}
+    verdicts = _Pairs()
+    regressions: list[CaseRegression] = []
     for key in matched:
-        _gather(key, before[key], after[key], pairs)
-        old, new = before[key].final_eval_status, after[key].final_eval_status
-        if old in _JUDGED and new in _JUDGED:
-            verdicts.append((key, old is EvalStatus.PASSED, new is EvalStatus.PASSED))
+        old, new = before[key], after[key]
+        for name in names:
+            _gather(key, name, (old, new), usable[key], pairs[name])
+        _gather_verdict(key, old, new, verdicts)
+        regression = case_regression(key, old, new)
+        if regression is not None:
+            regressions.append(regression)
     settings = (alpha, resamples, seed)
     return Comparison(
         base=base_label,
@@ -177,10 +256,27 @@ def compare_runs(
         seed=seed,
         matched=len(matched),
         metrics=[_change(name, p, *settings) for name, p in pairs.items()],
-        verdict=_change(CASE_VERDICT, _Pairs(statuses=verdicts), *settings),
+        verdict=_change(CASE_VERDICT, verdicts, *settings),
+        case_regressions=regressions,
         only_in_base=[key for key in before if key not in after],
         only_in_candidate=[key for key in after if key not in before],
     )
+
+
+def case_regression(
+    key: CaseKey, old: EvalCaseResult, new: EvalCaseResult
+) -> CaseRegression | None:
+    """The regression when the case PASSED in ``old`` and is FAILED or NOT_EVALUATED in ``new``;
+    None otherwise (a case that was not passing cannot regress)."""
+    became = new.final_eval_status
+    lost = (EvalStatus.FAILED, EvalStatus.NOT_EVALUATED)
+    if old.final_eval_status is not EvalStatus.PASSED or became not in lost:
+        return None
+    failed = tuple(
+        name for name, row in _usable(new).items() if row.eval_status is EvalStatus.FAILED
+    )
+    reason = new.assay.reason if became is EvalStatus.NOT_EVALUATED else None
+    return CaseRegression(key=key, became=became, failed_metrics=failed, reason=reason)
 
 
 def _usable(case: EvalCaseResult) -> dict[str, EvalMetricResult]:
@@ -194,23 +290,83 @@ def _usable(case: EvalCaseResult) -> dict[str, EvalMetricResult]:
 
 
 def _gather(
-    key: CaseKey, old: EvalCaseResult, new: EvalCaseResult, pairs: dict[str, _Pairs]
+    key: CaseKey,
+    name: str,
+    cases: tuple[EvalCaseResult, EvalCaseResult],
+    usable: tuple[dict[str, EvalMetricResult], dict[str, EvalMetricResult]],
+    entry: _Pairs,
 ) -> None:
-    """Add one matched case's paired scores and statuses to every metric both runs have."""
-    before, after = _usable(old), _usable(new)
-    for name in [*before, *(n for n in after if n not in before)]:
-        entry = pairs.setdefault(name, _Pairs())
-        rows = [row for row in (before.get(name), after.get(name)) if row is not None]
-        entry.informational |= any(r.eval_status is EvalStatus.INFORMATIONAL for r in rows)
-        if len(rows) < 2:
-            continue
-        a, b = rows
+    """Add one matched case's paired score and status on metric ``name``, or the reason it
+    cannot be paired."""
+    a, b = usable[0].get(name), usable[1].get(name)
+    rows = [row for row in (a, b) if row is not None]
+    entry.informational |= any(r.eval_status is EvalStatus.INFORMATIONAL for r in rows)
+    counted = False
+    if a is not None and b is not None:
         if a.score is not None and b.score is not None and _finite(a.score, b.score):
             entry.base_scores.append(a.score)
             entry.candidate_scores.append(b.score)
+            counted = True
         if a.eval_status in _JUDGED and b.eval_status in _JUDGED:
             passed = EvalStatus.PASSED
             entry.statuses.append((key, a.eval_status is passed, b.eval_status is passed))
+            counted = True
+    if counted:
+        entry.compared += 1
+    else:
+        entry.left_out[_left_out_reason(name, cases, (a, b))] += 1
+
+
+def _gather_verdict(key: CaseKey, old: EvalCaseResult, new: EvalCaseResult, entry: _Pairs) -> None:
+    """Add one matched case's final statuses to the case-verdict row, or why they cannot pair."""
+    judged = [case.final_eval_status in _JUDGED for case in (old, new)]
+    if all(judged):
+        passed = EvalStatus.PASSED
+        entry.statuses.append(
+            (key, old.final_eval_status is passed, new.final_eval_status is passed)
+        )
+        entry.compared += 1
+    else:
+        entry.left_out[_on_sides(_not_evaluated, not judged[0], not judged[1])] += 1
+
+
+def _on_sides(reason: Callable[[str], str], base: bool, candidate: bool) -> str:
+    """``reason`` for the side(s) at fault: the base run, the candidate run or either run."""
+    return reason(_EITHER if base and candidate else _BASE if base else _CANDIDATE)
+
+
+def _left_out_reason(
+    name: str,
+    cases: tuple[EvalCaseResult, EvalCaseResult],
+    rows: tuple[EvalMetricResult | None, EvalMetricResult | None],
+) -> str:
+    """Why metric ``name`` has no pair for this case: a case not evaluated in a run comes first
+    (it explains everything else; the other run counts as not evaluated too when its row for the
+    metric has no value), then the metric not applying, then a run with no row for it or no
+    usable value in its row."""
+    old, new = cases
+    if any(case.final_eval_status is EvalStatus.NOT_EVALUATED for case in cases):
+        down = [
+            case.final_eval_status is EvalStatus.NOT_EVALUATED
+            or (row is not None and not _has_value(row))
+            for case, row in zip(cases, rows, strict=True)
+        ]
+        return _on_sides(_not_evaluated, *down)
+    if any(name in case.assay.not_applicable for case in (old, new)):
+        return NOT_APPLICABLE
+    missing = [row is None for row in rows]
+    if any(missing):
+        return _on_sides(_not_measured, *missing)
+    unusable = [row is not None and not _has_value(row) for row in rows]
+    if any(unusable):
+        return _on_sides(_not_evaluated, *unusable)
+    return "scored in one run, judged in the other"
+
+
+def _has_value(row: EvalMetricResult) -> bool:
+    """Whether a metric row has a finite score or a pass/fail status."""
+    finite = row.score is not None and _finite(row.score)
+    return finite or row.eval_status in _JUDGED
 
 
 def _finite(*scores: float) -> bool:
@@ -232,15 +388,23 @@ def _change(name: str, pairs: _Pairs, alpha: float, resamples: int, seed: int) -
     p_value = mcnemar_exact(len(to_fail), len(to_pass))
     significant = p_value < alpha
     graded = not pairs.informational
-    worse = interval is not None and interval.high < 0
-    better = interval is not None and interval.low > 0
+    needed = min_pairs_to_test(alpha)
+    # An interval from fewer pairs than any paired test would need is shown, but not trusted.
+    bootstrapped = interval is not None and len(pairs.base_scores) >= needed
+    worse = bootstrapped and interval is not None and interval.high < 0
+    better = bootstrapped and interval is not None and interval.low > 0
     regressed = graded and (worse or (significant and len(to_fail) > len(to_pass)))
     improved = (
         graded and not regressed and (better or (significant and len(to_pass) > len(to_fail)))
     )
+    same_scores = all(
+        old == new for old, new in zip(pairs.base_scores, pairs.candidate_scores, strict=True)
+    )
     return MetricChange(
         name=name,
         informational=pairs.informational,
+        compared=pairs.compared,
+        left_out=tuple(sorted(pairs.left_out.items(), key=lambda item: (-item[1], item[0]))),
         scored=len(pairs.base_scores),
         base_mean=_mean(pairs.base_scores),
         candidate_mean=_mean(pairs.candidate_scores),
@@ -251,6 +415,8 @@ def _change(name: str, pairs: _Pairs, alpha: float, resamples: int, seed: int) -
         to_fail=to_fail,
         to_pass=to_pass,
         p_value=p_value,
+        min_pairs=needed,
+        unchanged=pairs.compared > 0 and same_scores and not to_fail and not to_pass,
         regressed=regressed,
         improved=improved,
     )

@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from assay.compare.diff import CaseKey, Comparison, MetricChange
+from assay.compare.diff import CaseKey, CaseRegression, Comparison, MetricChange
+from assay.metrics.base import EvalStatus
 from assay.report.markdown import escape_markdown, format_value
 
 LISTED = 20
@@ -28,16 +29,33 @@ COLUMNS = (
 )
 
 
-def verdict(row: MetricChange) -> str:
-    """``regressed``, ``improved``, ``no significant change``, ``informational``, or
-    ``not compared`` (no case had the metric in both runs)."""
+def verdict_kind(row: MetricChange) -> str:
+    """The verdict's kind, for styling: ``regressed``, ``improved``, ``informational``,
+    ``not compared`` (no case had the metric in both runs), ``no change`` (every counted case
+    the same in both runs), ``too few cases`` (no test could be significant with so few) or
+    ``no significant change``."""
     if row.regressed:
         return "regressed"
     if row.improved:
         return "improved"
     if row.informational:
         return "informational"
-    return "no significant change" if row.scored or row.judged else "not compared"
+    if not row.compared:
+        return "not compared"
+    if row.unchanged:
+        return "no change"
+    return "no significant change" if row.testable else "too few cases"
+
+
+def verdict(row: MetricChange, alpha: float) -> str:
+    """The verdict cell: :func:`verdict_kind`, with the counts when there were too few cases."""
+    kind = verdict_kind(row)
+    if kind != "too few cases":
+        return kind
+    counts = f"{row.discordant} discordant"
+    if row.scored:
+        counts = f"{row.scored} scored and {counts}"
+    return f"too few cases to test: {counts}, at least {row.min_pairs} needed at alpha {alpha:g}"
 
 
 def _signed(value: float, informational: bool = False) -> str:
@@ -65,52 +83,121 @@ def _rates(row: MetricChange) -> str:
     return f"{row.base_passed}/{row.judged} → {row.candidate_passed}/{row.judged}"
 
 
-def row_cells(row: MetricChange) -> list[str]:
+def row_cells(row: MetricChange, alpha: float) -> list[str]:
     """A row's cells as plain text, in :data:`COLUMNS` order; only the first (the metric's
     name) comes from the results files."""
     judged = bool(row.judged)
     return [
         row.name,
-        str(max(row.scored, row.judged)),
+        str(row.compared),
         _means(row),
         _change(row),
         _rates(row),
         f"{len(row.to_fail)} / {len(row.to_pass)}" if judged else "–",
         f"{row.p_value:.4g}" if judged else "–",
-        verdict(row),
+        verdict(row, alpha),
     ]
 
 
-def case_lists(comparison: Comparison) -> list[tuple[str, list[CaseKey]]]:
-    """The titled lists of cases worth naming: flips per metric, then unmatched cases."""
-    lists: list[tuple[str, list[CaseKey]]] = []
+REGRESSED_CASES = "regressed cases: passed in base, failed or not evaluated in candidate"
+"""The title of the list of :attr:`Comparison.case_regressions`."""
+
+
+def regression_line(regression: CaseRegression) -> str:
+    """``set / case: passed → failed (failed: m1, m2)`` or ``… → not evaluated (reason)``."""
+    became = f"{regression.key.label}: passed → {regression.became_label}"
+    if regression.became is EvalStatus.FAILED and regression.failed_metrics:
+        return f"{became} (failed: {', '.join(regression.failed_metrics)})"
+    if regression.reason:
+        return f"{became} ({regression.reason})"
+    return became
+
+
+def case_lists(comparison: Comparison) -> list[tuple[str, list[str]]]:
+    """The titled lists of cases worth naming: the regressed cases, the flips per metric (the
+    case verdict's pass→fail flips are among the regressed cases), then unmatched cases."""
+    lists: list[tuple[str, list[str]]] = []
+    if comparison.case_regressions:
+        lines = [regression_line(regression) for regression in comparison.case_regressions]
+        lists.append((REGRESSED_CASES, lines))
     for row in comparison.rows:
-        if row.to_fail:
-            lists.append((f"{row.name}: pass→fail", list(row.to_fail)))
+        if row.to_fail and row is not comparison.verdict:
+            lists.append((f"{row.name}: pass→fail", _labels(row.to_fail)))
         if row.to_pass:
-            lists.append((f"{row.name}: fail→pass", list(row.to_pass)))
+            lists.append((f"{row.name}: fail→pass", _labels(row.to_pass)))
     if comparison.only_in_base:
-        lists.append((f"only in {comparison.base}", comparison.only_in_base))
+        lists.append((f"only in {comparison.base}", _labels(comparison.only_in_base)))
     if comparison.only_in_candidate:
-        lists.append((f"only in {comparison.candidate}", comparison.only_in_candidate))
+        lists.append((f"only in {comparison.candidate}", _labels(comparison.only_in_candidate)))
     return lists
 
 
-def headline(comparison: Comparison) -> str:
-    """One sentence: what was compared and what the statistics mean."""
+def regression_summary(comparison: Comparison) -> str | None:
+    """One sentence counting the regressed cases, for the top of a Markdown or HTML page (the
+    terminal ends with it instead); None when no case regressed."""
+    count = len(comparison.case_regressions)
+    if not count:
+        return None
+    return f"{count} case(s) passed in base and failed or were not evaluated in candidate."
+
+
+def _labels(keys: Sequence[CaseKey]) -> list[str]:
+    return [key.label for key in keys]
+
+
+def coverage(comparison: Comparison) -> list[str]:
+    """How the matched cases relate to each row's n: one sentence when every row counts them
+    all; otherwise a sentence, then one line per group of rows with the same n and the same
+    reasons for the cases left out (the largest group last, as "every other row")."""
+    unmatched = [
+        f"{len(keys)} only in {side}"
+        for keys, side in (
+            (comparison.only_in_base, "base"),
+            (comparison.only_in_candidate, "candidate"),
+        )
+        if keys
+    ]
+    matched = f"{comparison.matched} matched case(s)"
+    if unmatched:
+        matched += f" ({', '.join(unmatched)})"
+    groups: dict[tuple[int, tuple[tuple[str, int], ...]], list[str]] = {}
+    for row in comparison.rows:
+        groups.setdefault((row.compared, row.left_out), []).append(row.name)
+    if len(groups) == 1 and not next(iter(groups))[1]:
+        return [f"{matched}, counted on every row"]
+    largest = max(groups, key=lambda group: len(groups[group]))
+    order = [group for group in groups if group != largest] + [largest]
+    lines = [f"{matched}; a row's n counts only those both runs scored or judged on it:"]
+    for group in order:
+        n, left_out = group
+        if group != largest:
+            names = ", ".join(groups[group])
+        else:
+            names = "every other row" if len(groups) > 1 else "every row"
+        why = ", ".join(f"{count} {reason}" for reason, count in left_out) or "all of them"
+        lines.append(f"n = {n} on {names}: {why}")
+    return lines
+
+
+def legend(comparison: Comparison) -> str:
+    """What the statistics mean, and how many cases they need to mean anything."""
     level = f"{1 - comparison.alpha:.0%}"
     return (
-        f"{comparison.matched} matched case(s); CI: {level} paired bootstrap interval of the "
-        f"mean score change ({comparison.resamples:,} resamples, seed {comparison.seed}); "
-        f"McNemar: exact two-sided test on pass/fail flips; significance level {comparison.alpha:g}"
+        f"CI: {level} paired bootstrap interval of the mean score change "
+        f"({comparison.resamples:,} resamples, seed {comparison.seed}); McNemar: exact two-sided "
+        f"test on pass/fail flips; significance level {comparison.alpha:g}, which no test can "
+        f"reach with fewer than {comparison.min_pairs} scored cases (bootstrap) or discordant "
+        "pairs (McNemar)"
     )
 
 
 _STYLE = {"regressed": "bold red", "improved": "green", "informational": "dim"}
+_STYLE |= {"too few cases": "yellow", "not compared": "dim"}
 
 
 def print_comparison(console: Console, comparison: Comparison) -> None:
-    """The comparison table, then the flipped and unmatched cases."""
+    """The comparison table, how its n relate to the matched cases, what the statistics mean,
+    then the regressed, flipped and unmatched cases."""
     table = Table(
         title=f"{escape(comparison.base)} → {escape(comparison.candidate)}", title_justify="left"
     )
@@ -118,18 +205,23 @@ def print_comparison(console: Console, comparison: Comparison) -> None:
         left = column in {"Metric", "Verdict"}
         table.add_column(column, overflow="fold", justify="left" if left else "right")
     for row in comparison.rows:
-        cells = [escape(cell) for cell in row_cells(row)]
-        style = _STYLE.get(cells[-1])
+        cells = [escape(cell) for cell in row_cells(row, comparison.alpha)]
+        style = _STYLE.get(verdict_kind(row))
         if style:
             cells[-1] = f"[{style}]{cells[-1]}[/]"
         table.add_row(
             *cells, end_section=row is comparison.metrics[-1] if comparison.metrics else False
         )
     console.print(table)
-    console.print(f"[dim]{escape(headline(comparison))}[/]")
-    for title, keys in case_lists(comparison):
-        console.print(f"\n[bold]{escape(title)}[/] ({len(keys)})")
-        for line in _capped([key.label for key in keys]):
+    first, *groups = coverage(comparison)
+    console.print(escape(first))
+    for line in groups:
+        console.print(f"  {escape(line)}")
+    console.print(f"[dim]{escape(legend(comparison))}[/]")
+    for title, labels in case_lists(comparison):
+        bold = "bold red" if title == REGRESSED_CASES else "bold"
+        console.print(f"\n[{bold}]{escape(title)}[/] ({len(labels)})")
+        for line in _capped(labels):
             console.print(f"  {escape(line)}")
 
 
@@ -139,7 +231,7 @@ def _capped(labels: Sequence[str]) -> list[str]:
 
 
 def render_comparison_markdown(comparison: Comparison) -> str:
-    """The comparison as Markdown: a table, a legend line and the case lists."""
+    """The comparison as Markdown: a table, the coverage and legend lines and the case lists."""
     title = f"## assay compare: {escape_markdown(comparison.base)} → {escape_markdown(comparison.candidate)}"
     lines = [
         title,
@@ -147,16 +239,23 @@ def render_comparison_markdown(comparison: Comparison) -> str:
         "| " + " | ".join(COLUMNS) + " |",
         "|:--|" + "--:|" * (len(COLUMNS) - 2) + ":--|",
     ]
+    summary = regression_summary(comparison)
+    if summary:
+        lines[1:1] = ["", f"**{escape_markdown(summary)}**"]
     for row in comparison.rows:
-        cells = row_cells(row)
+        cells = row_cells(row, comparison.alpha)
         cells[0] = escape_markdown(cells[0])
         if row.regressed:
             cells[-1] = f"**{cells[-1]}**"
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", headline(comparison), ""]
-    for title_text, keys in case_lists(comparison):
-        lines += [f"### {escape_markdown(title_text)} ({len(keys)})", ""]
-        lines += [f"- {escape_markdown(label)}" for label in _capped([k.label for k in keys])]
+    first, *groups = coverage(comparison)
+    lines += ["", escape_markdown(first), ""]
+    if groups:
+        lines += [*(f"- {escape_markdown(line)}" for line in groups), ""]
+    lines += [legend(comparison), ""]
+    for title_text, labels in case_lists(comparison):
+        lines += [f"### {escape_markdown(title_text)} ({len(labels)})", ""]
+        lines += [f"- {escape_markdown(label)}" for label in _capped(labels)]
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -172,14 +271,19 @@ table { border-collapse: collapse; }
 th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
 th:first-child, td:first-child, td:last-child { text-align: left; }
 tr.regressed td { background: #fde2e2; } tr.improved td { background: #e2f5e2; }
+tr.too-few-cases td:last-child { color: #8a6d00; }
+h2.regressed-cases, p.regressed-cases { color: #b00020; font-weight: bold; }
 p.legend { color: #666; }
 </style></head><body>
 <h1>assay compare: {{ base }} → {{ candidate }}</h1>
-<table><thead><tr>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr></thead><tbody>
+{% if summary %}<p class="regressed-cases">{{ summary }}</p>
+{% endif %}<table><thead><tr>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr></thead><tbody>
 {% for cls, cells in rows %}<tr class="{{ cls }}">{% for c in cells %}<td>{{ c }}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table>
-<p class="legend">{{ legend }}</p>
-{% for title, labels in lists %}<h2>{{ title }} ({{ labels | length }})</h2>
+<p class="coverage">{{ coverage[0] }}</p>
+{% if coverage[1:] %}<ul class="coverage">{% for line in coverage[1:] %}<li>{{ line }}</li>{% endfor %}</ul>
+{% endif %}<p class="legend">{{ legend }}</p>
+{% for cls, title, labels in lists %}<h2{% if cls %} class="{{ cls }}"{% endif %}>{{ title }} ({{ labels | length }})</h2>
 <ul>{% for label in labels %}<li>{{ label }}</li>{% endfor %}</ul>
 {% endfor %}</body></html>
 """
@@ -188,16 +292,22 @@ p.legend { color: #666; }
 
 def render_comparison_html(comparison: Comparison) -> str:
     """The comparison as one self-contained HTML page (no scripts, no external resources, and a
-    Content-Security-Policy that allows neither); every id and label is escaped."""
-    rows = [(verdict(row).replace(" ", "-"), row_cells(row)) for row in comparison.rows]
+    Content-Security-Policy that allows neither); every id, label and reason is escaped."""
+    rows = [
+        (verdict_kind(row).replace(" ", "-"), row_cells(row, comparison.alpha))
+        for row in comparison.rows
+    ]
     lists = [
-        (title, [*_capped([key.label for key in keys])]) for title, keys in case_lists(comparison)
+        ("regressed-cases" if title == REGRESSED_CASES else "", title, _capped(labels))
+        for title, labels in case_lists(comparison)
     ]
     return _HTML.render(
         base=comparison.base,
         candidate=comparison.candidate,
         columns=COLUMNS,
         rows=rows,
-        legend=headline(comparison),
+        summary=regression_summary(comparison),
+        coverage=coverage(comparison),
+        legend=legend(comparison),
         lists=lists,
     )

@@ -9,6 +9,9 @@ Both work on paired observations: the same case scored in the base run and in th
   pair (a case that flipped) is equally likely to have flipped either way, so the number of
   pass→fail flips is Binomial(flips, 1/2). The p-value is computed with integers
   (:func:`math.comb`), exactly, then rounded once to a float.
+- :func:`min_pairs_to_test` is the fewest paired cases (or flips) with which either test could
+  ever call a change significant at a given ``alpha``; below it ``assay compare`` says "too few
+  cases to test" instead of "no significant change".
 """
 
 from __future__ import annotations
@@ -95,3 +98,26 @@ def mcnemar_exact(to_fail: int, to_pass: int) -> float:
         return 1.0
     tail = sum(math.comb(flips, k) for k in range(min(to_fail, to_pass) + 1))
     return float(min(Fraction(1), Fraction(2 * tail, 2**flips)))
+
+
+def min_pairs_to_test(alpha: float) -> int:
+    """The fewest discordant pairs for which McNemar's exact test can reach ``p < alpha``.
+
+    With ``n`` discordant pairs all flipped the same way, the exact two-sided p-value is at its
+    smallest, ``2 * 0.5**n``; while that is not below ``alpha`` no outcome of the test can be
+    significant, so it is computed here rather than assumed (6 at alpha 0.05, 8 at 0.01).
+
+    ``assay compare`` applies the same floor to the paired bootstrap's number of scored cases.
+    With ``n`` pairs, even a test that assumes nothing about the differences but their symmetry
+    under "no change" (the sign-flip test) cannot reach ``p < alpha`` below this floor, however
+    large the differences. The percentile bootstrap ignores that: it treats the ``n`` observed
+    differences as the whole population, so with one pair its interval is a single point and any
+    change would look significant, and with a handful its coverage falls well under the nominal
+    level. An interval from fewer pairs is still shown, but it does not decide the verdict.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError("alpha must be between 0 and 1")
+    pairs = 1
+    while 2 * 0.5**pairs >= alpha:  # exact in binary floating point: powers of two
+        pairs += 1
+    return pairs
