@@ -8,11 +8,14 @@ the overall score and status, and the token / duration breakdowns must be equal 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 import pytest
+from _support import Example, RunCli
 from google.adk.evaluation._efficiency_evaluators import (
     _InferenceCallCountV1Evaluator,
     _InvocationDurationV1Evaluator,
@@ -29,6 +32,7 @@ from assay.metrics.base import EvalStatus, MetricResult, PerInvocationResult
 from assay.metrics.efficiency import (
     DURATION_FIELDS,
     EFFICIENCY_METRICS,
+    NO_VALUE_REASONS,
     TOKEN_USAGE_FIELDS,
     InferenceCallCountMetric,
     InvocationDurationMetric,
@@ -483,6 +487,7 @@ def test_no_invocations_is_informational_without_a_score(name: str) -> None:
     )
     assert result.per_invocation == []
     assert result.details is None
+    assert result.reason is None  # no invocation: nothing is missing
 
 
 def test_registry_mapping_and_threshold_rejection() -> None:
@@ -498,3 +503,84 @@ def test_registry_mapping_and_threshold_rejection() -> None:
         assert metric.info.informational
         with pytest.raises(ValueError, match="does not support a threshold"):
             factory(BaseCriterion(threshold=1.0))
+
+
+# --------------------------------------------------------------------------- no value: why
+
+
+def test_an_agent_that_reports_no_tokens_gets_an_informational_row_saying_so() -> None:
+    # A plain-Python agent: events with tool calls and a model-less answer, no usage_metadata.
+    invs = [
+        _inv(intermediate_data=_events(_call("search"), {"content": {"parts": [{"text": "ok"}]}})),
+        _inv(intermediate_data=_events()),
+    ]
+    result = _evaluate(TokenUsageMetric(None), invs)
+
+    # As ADK 2.13: no score, still INFORMATIONAL (never NOT_EVALUATED), every count n/a.
+    assert (result.score, result.status) == (None, EvalStatus.INFORMATIONAL)
+    assert [(r.score, r.status) for r in result.per_invocation] == [
+        (None, EvalStatus.INFORMATIONAL),
+        (None, EvalStatus.INFORMATIONAL),
+    ]
+    assert result.details == {"token_usage_details": dict.fromkeys(TOKEN_USAGE_FIELDS)}
+    # assay's addition: the reason, for a report to show instead of a bare dash.
+    assert result.reason == NO_VALUE_REASONS["token_usage_v1"]
+    assert result.reason is not None and result.reason.startswith(
+        "the agent reports no token usage"
+    )
+
+
+def test_one_invocation_with_tokens_is_a_value_and_no_reason() -> None:
+    invs = [
+        _inv(intermediate_data=_events({"usage_metadata": {"prompt_token_count": 8}})),
+        _inv(intermediate_data=_events()),
+    ]
+    result = _evaluate(TokenUsageMetric(None), invs)
+
+    assert (result.score, result.reason) == (4.0, None)
+
+
+@pytest.mark.parametrize(
+    ("metric", "invocation"),
+    [
+        (InferenceCallCountMetric(None), _inv(intermediate_data={"tool_uses": [{"name": "a"}]})),
+        (InvocationDurationMetric(None), _inv()),
+    ],
+    ids=["inference_call_count_without_events", "duration_untimed"],
+)
+def test_the_other_missing_values_say_why_too(metric: Any, invocation: Invocation) -> None:
+    result = _evaluate(metric, [invocation])
+
+    assert (result.score, result.status) == (None, EvalStatus.INFORMATIONAL)
+    assert result.reason == NO_VALUE_REASONS[metric.info.name]
+
+
+def test_tool_call_count_always_has_a_value_so_no_reason() -> None:
+    result = _evaluate(ToolCallCountMetric(None), [_inv()])
+
+    assert (result.score, result.reason) == (0.0, None)
+    assert set(NO_VALUE_REASONS) == set(EFFICIENCY_METRICS) - {"tool_call_count_v1"}
+
+
+def test_the_bundled_plain_python_agent_gets_a_token_usage_row_without_a_score(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    results = tmp_path / "results.json"
+    run = run_cli(
+        "eval", example.evalset, "--agent", f"{example.dir / 'agent.py'}:travel_agent",
+        "--judge-model", "scripted:/dev/null", "--no-history", "--no-cache", "--output", results,
+    )  # fmt: skip
+
+    assert run.code in (0, 1), run.output
+    cases = json.loads(results.read_text(encoding="utf-8"))["eval_case_results"]
+    rows = [
+        row
+        for case in cases
+        if case["eval_metric_result_per_invocation"]
+        for row in case["overall_eval_metric_results"]
+        if row["metric_name"] == "token_usage_v1"
+    ]
+    assert len(rows) == sum(1 for case in cases if case["eval_metric_result_per_invocation"]) > 0
+    assert all(
+        row["eval_status"] == EvalStatus.INFORMATIONAL and "score" not in row for row in rows
+    )

@@ -1,14 +1,25 @@
-"""The metric registry: built-ins, duplicates, and metrics that cannot run yet."""
+"""The metric registry: built-ins, duplicates, metrics that cannot run yet, and what each metric
+is (its info, the catalog ``assay metrics`` lists)."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 
 import pytest
 
-from assay.config import BaseCriterion, parse_config
+from assay.config import (
+    CRITERION_TYPES,
+    INFORMATIONAL_METRICS,
+    BaseCriterion,
+    RubricsBasedCriterion,
+    default_config,
+    parse_config,
+)
 from assay.evalset import Content, EvalCase, Invocation
-from assay.metrics import EvalStatus, MetricRegistry, default_registry
+from assay.metrics import EvalStatus, MetricRegistry, UnavailableMetric, default_registry
+from assay.metrics.registry import APPLIES_TO, UNIMPLEMENTED_INFO
 from assay.metrics.trajectory import ToolTrajectoryMetric
 
 
@@ -118,3 +129,85 @@ def test_the_built_metric_for_the_simulated_user_looks_up_adks_built_in_personas
     found = metric.personas("EXPERT")
     assert found is not None and found.id == "EXPERT"
     assert metric.personas("NO_SUCH_PERSONA") is None
+
+
+# --- what each metric is (``assay metrics``) ---------------------------------------------------
+
+
+def test_every_registered_metric_has_its_own_info_consistent_with_the_registry_and_config() -> None:
+    registry = default_registry()
+    for name in registry.names():
+        info = registry.info(name)
+        assert info is not None, name
+        assert info.name == name
+        assert info.description, name
+        assert info.needs_judge == registry.is_judged(name), name
+        assert info.needs_expected == (APPLIES_TO.get(name) == "conversation"), name
+        assert info.informational == (name in INFORMATIONAL_METRICS), name
+        criterion_type = CRITERION_TYPES.get(name)
+        rubrics = criterion_type is not None and issubclass(criterion_type, RubricsBasedCriterion)
+        assert info.takes_rubrics == rubrics, name
+
+
+def test_unimplemented_names_are_the_configs_other_metrics_each_described() -> None:
+    registry = default_registry()
+    missing = registry.unimplemented()
+
+    assert missing == [name for name in CRITERION_TYPES if name not in registry.names()]
+    assert "multi_turn_task_success_v1" in missing
+    assert set(missing) == set(UNIMPLEMENTED_INFO)
+    for name in missing:
+        info = UNIMPLEMENTED_INFO[name]
+        assert info.name == name and info.description
+        assert info.takes_rubrics == issubclass(CRITERION_TYPES[name], RubricsBasedCriterion)
+        assert registry.info(name) is None
+        assert isinstance(registry.create(name, BaseCriterion(threshold=0.5)), UnavailableMetric)
+
+
+def test_the_catalog_lists_registered_then_unimplemented_with_the_default_criteria() -> None:
+    registry = default_registry()
+    entries = registry.catalog()
+
+    assert [e.info.name for e in entries] == registry.names() + registry.unimplemented()
+    assert [e.implemented for e in entries] == [True] * len(registry.names()) + [False] * len(
+        registry.unimplemented()
+    )
+    defaults = {name: c.threshold for name, c in default_config().criteria.items()}
+    assert {
+        e.info.name: e.default_threshold for e in entries if e.default_threshold is not None
+    } == defaults
+    assert defaults == {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}  # ADK's
+
+
+def test_a_metric_registered_later_moves_out_of_the_unimplemented_list() -> None:
+    registry = default_registry()
+    registry.register("multi_turn_task_success_v1", lambda c: ToolTrajectoryMetric(c))
+    registry.register_judged("team_metric", lambda c, j: ToolTrajectoryMetric(c))
+
+    assert "multi_turn_task_success_v1" not in registry.unimplemented()
+    by_name = {e.info.name: e for e in registry.catalog()}
+    entry = by_name["multi_turn_task_success_v1"]
+    assert entry.implemented and entry.info.description == ""  # registered without its info
+    assert by_name["team_metric"].info.needs_judge  # from how it was registered
+
+
+def test_overriding_a_metric_without_info_forgets_the_old_info() -> None:
+    registry = default_registry()
+    registry.register("response_match_score", lambda c: ToolTrajectoryMetric(c), override=True)
+
+    assert registry.info("response_match_score") is None
+
+
+def test_building_the_registry_imports_no_judged_metric_until_its_info_is_asked_for() -> None:
+    script = (
+        "import sys\n"
+        "from assay.metrics.registry import default_registry\n"
+        "registry = default_registry()\n"
+        "before = 'assay.metrics.rubrics' in sys.modules\n"
+        "info = registry.info('rubric_based_tool_use_quality_v1')\n"
+        "print(before, 'assay.metrics.rubrics' in sys.modules, info.name)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split() == ["False", "True", "rubric_based_tool_use_quality_v1"]

@@ -39,7 +39,10 @@ def status_for(score: float | None, threshold: float) -> EvalStatus:
 
 @dataclass(frozen=True)
 class MetricInfo:
-    """A metric's name, what it measures and the range of its values."""
+    """A metric's name, what it measures (one line) and the range of its values, and what it
+    needs: the expected invocations of a static conversation (``needs_expected``), rubrics
+    (``takes_rubrics``) or an LLM judge (``needs_judge``). An ``informational`` metric takes no
+    threshold and never passes or fails. ``assay metrics`` lists these facts."""
 
     name: str
     description: str
@@ -47,6 +50,8 @@ class MetricInfo:
     max_value: float = 1.0
     needs_expected: bool = False
     informational: bool = False
+    takes_rubrics: bool = False
+    needs_judge: bool = False
 
 
 @dataclass

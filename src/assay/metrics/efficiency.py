@@ -19,6 +19,11 @@ The overall value is the mean per invocation, but the rules differ as in ADK: th
 the duration average only the invocations that have a value (durations rounded to 3 places),
 while token counts are divided by *every* invocation (a count one turn did not report is zero
 for it) and are not rounded; a count no invocation reported stays ``None``.
+
+When no invocation has a value (an agent whose model calls report no token usage, say: the
+plain-Python example), the overall score is ``None`` and the status still INFORMATIONAL, as in
+ADK 2.13; assay adds a ``reason`` saying why the value is missing (:data:`NO_VALUE_REASONS`), so
+that a report can show the row with it instead of a bare dash.
 """
 
 from __future__ import annotations
@@ -49,6 +54,28 @@ DURATION_FIELDS = ("total_seconds", "model_seconds", "tool_seconds", "framework_
 
 _INFORMATIONAL = EvalStatus.INFORMATIONAL
 
+NO_VALUE_REASONS: Mapping[str, str] = {
+    "inference_call_count_v1": (
+        "the invocations carry no events (intermediate_data is not in the invocation_events "
+        "shape), so model calls cannot be counted"
+    ),
+    "token_usage_v1": (
+        "the agent reports no token usage (no model call in its events carries usage_metadata)"
+    ),
+    "invocation_duration_v1": (
+        "the invocations carry no duration (they were not timed when recorded)"
+    ),
+}
+"""Why an informational metric has no overall value although the case has invocations.
+(``tool_call_count_v1`` always has one: a turn without tool calls counts zero.)"""
+
+
+def _no_value_reason(name: str, actual: Sequence[Invocation], score: float | None) -> str | None:
+    """The reason for a missing overall value: None when there is a value or no invocation."""
+    if score is not None or not actual:
+        return None
+    return NO_VALUE_REASONS.get(name, "no invocation has a value")
+
 
 def _reject_criterion(name: str, criterion: BaseCriterion | None) -> None:
     # As ADK: a threshold on an informational metric is an error, not silently ignored.
@@ -78,12 +105,14 @@ def _count_result(
         for inv, value in zip(actual, values, strict=True)
     ]
     present = [v for v in values if v is not None]
+    score = sum(present) / len(present) if present else None
     return MetricResult(
         metric_name=name,
         criterion=None,
-        score=sum(present) / len(present) if present else None,
+        score=score,
         status=_INFORMATIONAL,
         per_invocation=per_invocation,
+        reason=_no_value_reason(name, actual, score),
     )
 
 
@@ -113,6 +142,7 @@ def _breakdown_result(
         score=overall[score_key],
         status=_INFORMATIONAL,
         per_invocation=per_invocation,
+        reason=_no_value_reason(name, actual, overall[score_key]),
         details={details_key: overall},
     )
 
@@ -144,7 +174,7 @@ class ToolCallCountMetric(_InformationalMetric):
 
     info: ClassVar[MetricInfo] = MetricInfo(
         name="tool_call_count_v1",
-        description="Tool (function) calls made per invocation; lower is better. Informational.",
+        description="Tool (function) calls per invocation.",
         max_value=math.inf,
         informational=True,
     )
@@ -165,8 +195,8 @@ class InferenceCallCountMetric(_InformationalMetric):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="inference_call_count_v1",
         description=(
-            "Model (inference) calls made per invocation, counted from the events that carry "
-            "usage metadata or a model version; lower is better. Informational."
+            "Model (inference) calls per invocation: the events carrying usage metadata or a "
+            "model version."
         ),
         max_value=math.inf,
         informational=True,
@@ -281,8 +311,7 @@ class TokenUsageMetric(_InformationalMetric):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="token_usage_v1",
         description=(
-            "Tokens consumed per invocation (input + output, summed over its model calls), "
-            "with a per-type breakdown; lower is better. Informational."
+            "Tokens per invocation (input + output over its model calls), with a breakdown by type."
         ),
         max_value=math.inf,
         informational=True,
@@ -346,8 +375,7 @@ class InvocationDurationMetric(_InformationalMetric):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="invocation_duration_v1",
         description=(
-            "Wall-clock seconds per invocation, split into model, tool and framework time; "
-            "lower is better. Informational."
+            "Wall-clock seconds per invocation, split into model, tool and framework time."
         ),
         max_value=math.inf,
         informational=True,

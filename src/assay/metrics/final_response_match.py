@@ -153,10 +153,11 @@ class FinalResponseMatchV2Metric:
     info: ClassVar[MetricInfo] = MetricInfo(
         name="final_response_match_v2",
         description=(
-            "An LLM judge decides whether the final response is valid against the expected "
-            "response; the score is the fraction of invocations judged valid."
+            "Fraction of invocations whose final response an LLM judge finds valid against "
+            "the expected one."
         ),
         needs_expected=True,
+        needs_judge=True,
     )
 
     def __init__(self, criterion: LlmAsAJudgeCriterion, judge: Judge) -> None:

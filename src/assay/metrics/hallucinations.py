@@ -374,9 +374,10 @@ class HallucinationsMetric:
     info: ClassVar[MetricInfo] = MetricInfo(
         name="hallucinations_v1",
         description=(
-            "Share of the response's sentences that the judge finds supported by the context "
-            "(instructions, user prompt, tools and tool outputs) or that state no fact."
+            "Share of the response's sentences that an LLM judge finds supported by the "
+            "context (instructions, user prompt, tool outputs) or that state no fact."
         ),
+        needs_judge=True,
     )
 
     def __init__(self, criterion: HallucinationsCriterion, judge: Judge) -> None:

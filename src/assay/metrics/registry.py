@@ -6,15 +6,23 @@ LLM-judged metric's factory also takes the :class:`~assay.llm.judge.Judge` a
 with the provider's reason (which says how to get one). Names the config knows but no metric
 implements yet score NOT_EVALUATED with the reason "not implemented yet" instead of failing the
 run.
+
+What each metric is (its :class:`MetricInfo`) is registered beside its factory, for the judged
+ones as a loader that imports their module only when asked; :meth:`MetricRegistry.catalog`
+lists every metric with those facts, the default threshold and whether it is implemented
+(``assay metrics`` prints it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import import_module
 from typing import Any, ClassVar, Literal, Protocol, cast
 
 from assay.config import (
     CRITERION_TYPES,
+    DEFAULT_CRITERIA,
     BaseCriterion,
     HallucinationsCriterion,
     LlmAsAJudgeCriterion,
@@ -26,7 +34,13 @@ from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
 from assay.llm.judge import Judge
 from assay.metrics.base import Metric, MetricInfo, MetricResult, not_evaluated
-from assay.metrics.efficiency import EFFICIENCY_METRICS
+from assay.metrics.efficiency import (
+    EFFICIENCY_METRICS,
+    InferenceCallCountMetric,
+    InvocationDurationMetric,
+    TokenUsageMetric,
+    ToolCallCountMetric,
+)
 from assay.metrics.rouge import ResponseMatchMetric
 from assay.metrics.trajectory import ToolTrajectoryMetric
 
@@ -37,7 +51,13 @@ expected invocations) or a ``conversation_scenario`` (it judges the simulated us
 MetricFactory = Callable[[Any], Metric]
 JudgedMetricFactory = Callable[[Any, Judge], Metric]
 
+InfoSource = MetricInfo | Callable[[], MetricInfo]
+"""A metric's :class:`MetricInfo`, or a function returning it (which may import its module)."""
+
 NO_JUDGE_PROVIDER = "no LLM judge was configured for this run"
+NOT_IMPLEMENTED = "not implemented yet"
+"""The reason a metric the config knows (:data:`~assay.config.CRITERION_TYPES`) but no registered
+metric implements scores NOT_EVALUATED."""
 
 
 class JudgeProvider(Protocol):
@@ -68,6 +88,17 @@ class UnavailableMetric:
         return not_evaluated(self.name, self.criterion, actual, self.reason, expected)
 
 
+@dataclass(frozen=True)
+class MetricEntry:
+    """One metric as ``assay metrics`` lists it: what it is, whether assay scores it, and the
+    threshold it gets when no config file is given (None: the config must give one, or, for an
+    informational metric, it takes none)."""
+
+    info: MetricInfo
+    implemented: bool
+    default_threshold: float | None
+
+
 class MetricRegistry:
     """An explicit, per-instance map from metric name to factory. Duplicates are errors."""
 
@@ -75,6 +106,7 @@ class MetricRegistry:
         self._factories: dict[str, MetricFactory] = {}
         self._judged: dict[str, JudgedMetricFactory] = {}
         self._applies: dict[str, CaseKind] = {}
+        self._info: dict[str, InfoSource] = {}
 
     def register(
         self,
@@ -83,13 +115,15 @@ class MetricRegistry:
         *,
         override: bool = False,
         applies_to: CaseKind | None = None,
+        info: InfoSource | None = None,
     ) -> None:
         """Add a metric; registering a name twice is an error unless ``override``.
         ``applies_to`` limits it to one kind of case (see :data:`CaseKind`); on the other kind
-        it is not applicable."""
+        it is not applicable. ``info`` says what the metric is (see :meth:`info`)."""
         self._check_new(name, override)
         self._factories[name] = factory
         self._set_applies(name, applies_to)
+        self._set_info(name, info)
 
     def register_judged(
         self,
@@ -98,11 +132,47 @@ class MetricRegistry:
         *,
         override: bool = False,
         applies_to: CaseKind | None = None,
+        info: InfoSource | None = None,
     ) -> None:
         """Add an LLM-judged metric, built with the judge a :class:`JudgeProvider` chooses."""
         self._check_new(name, override)
         self._judged[name] = factory
         self._set_applies(name, applies_to)
+        self._set_info(name, info)
+
+    def _set_info(self, name: str, info: InfoSource | None) -> None:
+        if info is None:
+            self._info.pop(name, None)
+        else:
+            self._info[name] = info
+
+    def info(self, name: str) -> MetricInfo | None:
+        """What the registered metric ``name`` is, or None when it was registered without its
+        info (or is not registered)."""
+        source = self._info.get(name)
+        if source is None or isinstance(source, MetricInfo):
+            return source
+        return source()
+
+    def unimplemented(self) -> list[str]:
+        """The metrics a config may name (:data:`~assay.config.CRITERION_TYPES`) that no
+        registered metric implements: they score NOT_EVALUATED, :data:`NOT_IMPLEMENTED`."""
+        return [name for name in CRITERION_TYPES if not self.is_registered(name)]
+
+    def catalog(self) -> list[MetricEntry]:
+        """Every metric: the registered ones in registration order, then those not implemented
+        yet, each with its info and its default threshold (ADK's default criteria, used when no
+        config file is given)."""
+        entries = []
+        for name in self.names():
+            info = self.info(name) or MetricInfo(
+                name=name, description="", needs_judge=self.is_judged(name)
+            )
+            entries.append(MetricEntry(info, True, DEFAULT_CRITERIA.get(name)))
+        for name in self.unimplemented():
+            info = UNIMPLEMENTED_INFO.get(name) or MetricInfo(name=name, description="")
+            entries.append(MetricEntry(info, False, DEFAULT_CRITERIA.get(name)))
+        return entries
 
     def _set_applies(self, name: str, applies_to: CaseKind | None) -> None:
         if applies_to is None:
@@ -115,7 +185,7 @@ class MetricRegistry:
         return self._applies.get(name)
 
     def _check_new(self, name: str, override: bool) -> None:
-        if (name in self._factories or name in self._judged) and not override:
+        if self.is_registered(name) and not override:
             raise ValueError(f"metric '{name}' is already registered")
         self._factories.pop(name, None)
         self._judged.pop(name, None)
@@ -123,6 +193,10 @@ class MetricRegistry:
     def names(self) -> list[str]:
         """The registered metric names."""
         return [*self._factories, *self._judged]
+
+    def is_registered(self, name: str) -> bool:
+        """Whether a metric (judged or not) is registered under ``name``."""
+        return name in self._factories or name in self._judged
 
     def is_judged(self, name: str) -> bool:
         """Whether the metric asks an LLM judge."""
@@ -141,7 +215,7 @@ class MetricRegistry:
         factory = self._factories.get(name)
         if factory is None:
             reason = (
-                "not implemented yet"
+                NOT_IMPLEMENTED
                 if name in CRITERION_TYPES
                 else "custom metrics (custom_metrics in the config) are not implemented yet"
             )
@@ -161,6 +235,19 @@ BUILTIN_METRICS: Mapping[str, MetricFactory] = {
     "tool_trajectory_avg_score": _trajectory,
     "response_match_score": _rouge,
 }
+
+BUILTIN_INFO: Mapping[str, MetricInfo] = {
+    metric.info.name: metric.info
+    for metric in (
+        ToolTrajectoryMetric,
+        ResponseMatchMetric,
+        ToolCallCountMetric,
+        InferenceCallCountMetric,
+        TokenUsageMetric,
+        InvocationDurationMetric,
+    )
+}
+"""What the deterministic and efficiency metrics are (their modules are imported already)."""
 
 # The judged metrics' modules are imported when a metric is built, so that importing the
 # registry stays cheap for runs that use no judge.
@@ -215,6 +302,77 @@ JUDGED_METRICS: Mapping[str, JudgedMetricFactory] = {
 }
 """The LLM-judged criteria; each factory gets its criterion and the judge chosen for it."""
 
+
+def _info_of(target: str) -> Callable[[], MetricInfo]:
+    """A loader of the ``info`` of the metric class at ``module:Class``, imported when called."""
+
+    def load() -> MetricInfo:
+        module, _, attribute = target.partition(":")
+        info = getattr(import_module(module), attribute).info
+        if not isinstance(info, MetricInfo):
+            raise TypeError(f"{target}.info is not a MetricInfo")
+        return info
+
+    return load
+
+
+JUDGED_INFO: Mapping[str, Callable[[], MetricInfo]] = {
+    "final_response_match_v2": _info_of(
+        "assay.metrics.final_response_match:FinalResponseMatchV2Metric"
+    ),
+    "rubric_based_final_response_quality_v1": _info_of(
+        "assay.metrics.rubrics:RubricFinalResponseQualityMetric"
+    ),
+    "rubric_based_tool_use_quality_v1": _info_of(
+        "assay.metrics.rubrics:RubricToolUseQualityMetric"
+    ),
+    "hallucinations_v1": _info_of("assay.metrics.hallucinations:HallucinationsMetric"),
+    "safety_v1": _info_of("assay.metrics.safety:SafetyMetric"),
+    "per_turn_user_simulator_quality_v1": _info_of(
+        "assay.metrics.simulator_quality:UserSimulatorQualityMetric"
+    ),
+}
+"""What the judged metrics are, read from their classes when asked (importing their modules)."""
+
+UNIMPLEMENTED_INFO: Mapping[str, MetricInfo] = {
+    info.name: info
+    for info in (
+        MetricInfo(
+            name="response_evaluation_score",
+            description="Coherence of the response, rated 1 to 5 by Vertex AI's evaluation.",
+            min_value=1.0,
+            max_value=5.0,
+            needs_expected=True,
+            needs_judge=True,
+        ),
+        MetricInfo(
+            name="multi_turn_task_success_v1",
+            description="Whether the agent achieved the goals of the whole conversation "
+            "(Vertex AI).",
+            needs_judge=True,
+        ),
+        MetricInfo(
+            name="multi_turn_trajectory_quality_v1",
+            description="Quality of the path the agent took through the whole conversation, "
+            "not only whether it succeeded (Vertex AI).",
+            needs_judge=True,
+        ),
+        MetricInfo(
+            name="multi_turn_tool_use_quality_v1",
+            description="Quality of the tool calls made over the whole conversation (Vertex AI).",
+            needs_judge=True,
+        ),
+        MetricInfo(
+            name="rubric_based_multi_turn_trajectory_quality_v1",
+            description="Mean of an LLM judge's yes/no verdicts on the whole conversation's "
+            "trajectory against the rubrics.",
+            takes_rubrics=True,
+            needs_judge=True,
+        ),
+    )
+}
+"""What the metrics of ADK 2.13 that assay knows but does not score yet measure."""
+
 APPLIES_TO: Mapping[str, CaseKind] = {
     "tool_trajectory_avg_score": "conversation",
     "response_match_score": "conversation",
@@ -229,9 +387,13 @@ def default_registry() -> MetricRegistry:
     """A registry holding every built-in metric."""
     registry = MetricRegistry()
     for name, factory in BUILTIN_METRICS.items():
-        registry.register(name, factory, applies_to=APPLIES_TO.get(name))
+        registry.register(
+            name, factory, applies_to=APPLIES_TO.get(name), info=BUILTIN_INFO.get(name)
+        )
     for name, efficiency_factory in EFFICIENCY_METRICS.items():
-        registry.register(name, efficiency_factory)
+        registry.register(name, efficiency_factory, info=BUILTIN_INFO.get(name))
     for name, judged in JUDGED_METRICS.items():
-        registry.register_judged(name, judged, applies_to=APPLIES_TO.get(name))
+        registry.register_judged(
+            name, judged, applies_to=APPLIES_TO.get(name), info=JUDGED_INFO.get(name)
+        )
     return registry

@@ -520,9 +520,10 @@ class RubricFinalResponseQualityMetric(_RubricMetric):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="rubric_based_final_response_quality_v1",
         description=(
-            "An LLM judge checks the final response against yes/no rubrics; the score is the "
-            "mean of the rubric verdicts."
+            "Mean of an LLM judge's yes/no verdicts on the final response against the rubrics."
         ),
+        takes_rubrics=True,
+        needs_judge=True,
     )
     rubric_type: ClassVar[str] = FINAL_RESPONSE_QUALITY
     system: ClassVar[str] = prompts.RUBRIC_SYSTEM
@@ -547,9 +548,10 @@ class RubricToolUseQualityMetric(_RubricMetric):
     info: ClassVar[MetricInfo] = MetricInfo(
         name="rubric_based_tool_use_quality_v1",
         description=(
-            "An LLM judge checks the agent's tool calls against yes/no rubrics; the score is the "
-            "mean of the rubric verdicts."
+            "Mean of an LLM judge's yes/no verdicts on the agent's tool calls against the rubrics."
         ),
+        takes_rubrics=True,
+        needs_judge=True,
     )
     rubric_type: ClassVar[str] = TOOL_USE_QUALITY
     system: ClassVar[str] = prompts.RUBRIC_SYSTEM

@@ -232,7 +232,11 @@ class SafetyMetric:
 
     info: ClassVar[MetricInfo] = MetricInfo(
         name="safety_v1",
-        description="Harmlessness of the final response: 1.0 safe, 0.0 unsafe, averaged.",
+        description=(
+            "Harmlessness of the final response as an LLM judge (or Vertex AI) rates it: "
+            "1.0 safe, 0.0 unsafe, averaged."
+        ),
+        needs_judge=True,
     )
 
     def __init__(

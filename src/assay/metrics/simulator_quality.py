@@ -208,10 +208,10 @@ class UserSimulatorQualityMetric:
     info: ClassVar[MetricInfo] = MetricInfo(
         name=NAME,
         description=(
-            "Checks the simulated user: the first message is the starting prompt, an LLM judge "
-            "checks every later message and the ending against the conversation plan; the score "
-            "is the fraction of turns that pass."
+            "Fraction of the simulated user's turns that keep to the scenario: the first is "
+            "its starting prompt, an LLM judge checks the rest against its plan."
         ),
+        needs_judge=True,
     )
 
     def __init__(
