@@ -37,7 +37,7 @@ def test_an_eval_run_is_recorded_and_reads_back_as_its_output(
         [info] = store.runs()
     assert run.code == 0 and f"recorded as run {info.id}" in run.out
     assert (info.status, info.cases, info.passed) == ("finished", 5, 5)
-    assert info.judges == ["openai:stub-judge"] and info.tokens > 0
+    assert info.judges == ["openai:stub-judge (from ASSAY_JUDGE_MODEL)"] and info.tokens > 0
     assert info.config["sets"][0]["eval_set_id"] == "travel_assistant"
     assert results_for(info.id) == read_results_file(out)
     assert results_for("latest") == read_results_file(out)
@@ -104,7 +104,19 @@ def test_runs_lists_each_run_with_its_pass_rate_judge_and_tokens(
     assert listed.code == 0
     assert listed.out.index(newest.id) < listed.out.index(oldest.id)
     assert "100%" in listed.out and f"{newest.pass_rate:.0%}" in listed.out
-    assert "stub-judge" in listed.out and f"{oldest.tokens:,}" in listed.out
+    assert f"{oldest.tokens:,}" in listed.out
+    assert "openai:stub-judge (from ASSAY_JUDGE_MODEL)" in listed.out  # the judge, and why
+
+
+def test_runs_and_show_name_the_judge_and_why_it_was_chosen(
+    run_cli: RunCli, example: Example
+) -> None:
+    run_cli("eval", example.evalset, "--traces", example.traces, "--judge-model", "openai:x")
+    listed = run_cli("runs")
+    shown = run_cli("show", "latest")
+
+    assert "openai:x (from --judge-model)" in listed.out
+    assert "judge openai:x (from --judge-model): final_response_match_v2, " in shown.out
 
 
 def test_runs_on_an_empty_history_says_so(run_cli: RunCli) -> None:

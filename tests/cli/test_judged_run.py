@@ -195,13 +195,19 @@ def test_the_console_and_output_say_which_judge_scored_what(
     run = run_cli("eval", example.evalset, "--traces", example.traces, "--output", out)
 
     assert (
-        "judge openai:stub-judge (ASSAY_JUDGE_MODEL): final_response_match_v2, "
+        "judge openai:stub-judge (from ASSAY_JUDGE_MODEL): final_response_match_v2, "
         "rubric_based_final_response_quality_v1, rubric_based_tool_use_quality_v1, "
         "hallucinations_v1, safety_v1" in run.out
     )
     judges = _results(out)["assay"]["judges"]
     assert set(judges) == {*JUDGED, SIMULATOR_QUALITY}
-    assert judges["safety_v1"] == {"model": "openai:stub-judge", "source": "ASSAY_JUDGE_MODEL"}
+    assert judges["safety_v1"] == {
+        "model": "openai:stub-judge",
+        "source": "ASSAY_JUDGE_MODEL",
+        "backend": "openai",
+        "judge_model": "openai:stub-judge",
+        "description": "openai:stub-judge (from ASSAY_JUDGE_MODEL)",
+    }
     usage = _results(out)["assay"]["usage"]
     assert usage["final_response_match_v2"]["calls"] == 5
     assert usage["hallucinations_v1"]["calls"] == 14  # a segmenter and a validator call each
@@ -221,3 +227,88 @@ def test_without_any_judge_the_judged_metrics_say_how_to_get_one(
     assert _metric(case, "response_match_score")["eval_status"] == EvalStatus.PASSED
     reason = case["assay"]["metric_reasons"]["final_response_match_v2"]
     assert "OPENAI_API_KEY" in reason
+
+
+def _judged_criteria(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every judged metric's criterion in the ADK fields, overall and per invocation."""
+    found = []
+    for case in data["eval_case_results"]:
+        rows = list(case["overall_eval_metric_results"])
+        for invocation in case["eval_metric_result_per_invocation"]:
+            rows += invocation["eval_metric_results"]
+        for row in rows:
+            if row["metric_name"] in (*JUDGED, SIMULATOR_QUALITY):
+                found.append((row["metric_name"], row["criterion"]))
+    return found
+
+
+def test_every_judged_criterion_names_the_judge_that_scored_it_not_the_configs_default(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    out = tmp_path / "results.json"
+    config = example.config.read_bytes()
+    run = run_cli(
+        "eval",
+        example.evalset,
+        "--traces",
+        example.traces,
+        "--judge-model",
+        "openai:stub-judge",
+        "--output",
+        out,
+    )
+
+    assert run.code == 0, run.output
+    assert "judge openai:stub-judge (from --judge-model): final_response_match_v2" in run.out
+    data = _results(out)
+    criteria = _judged_criteria(data)
+    with_options = [(name, c) for name, c in criteria if "judge_model_options" in c]
+    # every row of every metric with judge options: each case's, each invocation's
+    assert len(with_options) > 5 * 5
+    assert {name for name, _ in with_options} == {*JUDGED, SIMULATOR_QUALITY} - {"safety_v1"}
+    for name, criterion in with_options:
+        assert criterion["judge_model_options"]["judge_model"] == "openai:stub-judge", name
+        assert criterion["judge_model_options"]["num_samples"] == 1, name  # the rest as set
+    # safety_v1's criterion is a bare threshold (as in ADK): it has no judge options to fill
+    assert all("judge_model_options" not in c for n, c in criteria if n == "safety_v1")
+    # assay's own record of the config keeps what the config said (ADK's default)
+    configured = data["assay"]["criteria"]["final_response_match_v2"]
+    assert configured["judge_model_options"]["judge_model"] == "gemini-2.5-flash"
+    assert data["assay"]["judges"]["hallucinations_v1"]["source"] == "--judge-model"
+    assert example.config.read_bytes() == config
+
+
+def test_a_metric_without_a_judge_keeps_the_configured_judge_model_and_says_why(
+    run_cli: RunCli, example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = tmp_path / "results.json"
+    monkeypatch.setenv("ASSAY_JUDGE_MODEL", "openai:gpt-4o-mini")
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    run_cli("eval", example.evalset, "--traces", example.traces, "--output", out)
+
+    data = _results(out)
+    for name, criterion in _judged_criteria(data):
+        if "judge_model_options" in criterion:
+            assert criterion["judge_model_options"]["judge_model"] == "gemini-2.5-flash", name
+    case = data["eval_case_results"][0]
+    assert _metric(case, "final_response_match_v2")["eval_status"] == EvalStatus.NOT_EVALUATED
+    assert "OPENAI_API_KEY" in case["assay"]["metric_reasons"]["final_response_match_v2"]
+    info = data["assay"]["judges"]["final_response_match_v2"]
+    assert info.get("model") is None and "OPENAI_API_KEY" in info["unavailable"]
+
+
+def test_the_simulated_users_model_is_named_as_the_judges_are(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    out = tmp_path / "results.json"
+    agent = f"{example.dir / 'agent.py'}:travel_agent"
+    run = run_cli("eval", example.evalset, "--agent", agent, "--output", out)
+
+    assert run.code in (0, 1), run.output
+    user = _results(out)["assay"]["judges"]["user_simulator"]
+    assert user["description"] == "openai:stub-judge (from ASSAY_JUDGE_MODEL)"
+    assert (user["model"], user["backend"]) == ("openai:stub-judge", "openai")
+    line = next(t for t in run.out.splitlines() if t.startswith("judge openai:stub-judge"))
+    assert line.startswith("judge openai:stub-judge (from ASSAY_JUDGE_MODEL): ")
+    assert "user_simulator" in line

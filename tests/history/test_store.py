@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -193,3 +194,66 @@ def test_cases_stored_by_reference_need_the_runs_inputs(store: HistoryStore) -> 
 
     with pytest.raises(HistoryError, match="its input files were not recorded"):
         store.case_results(run)
+
+
+def test_a_finished_run_records_its_judges_in_words_the_simulated_user_marked(
+    store: HistoryStore,
+) -> None:
+    from assay.results.model import JudgeInfo
+
+    embedded = JudgeInfo(
+        model="local:",
+        source="embedded",
+        backend="local",
+        judge_model="local:qwen2.5-coder-1.5b",
+        description="embedded Qwen2.5-Coder-1.5B-Instruct Q4_K_M (no --judge-model, ...)",
+    )
+    judges = {
+        "final_response_match_v2": embedded,
+        "safety_v1": embedded,
+        "user_simulator": JudgeInfo(model="openai:gpt-4o", source="config"),
+        "hallucinations_v1": JudgeInfo(unavailable="no judge model"),
+    }
+    run = store.start_run(["a.evalset.json"], CONFIG)
+    result = EvalSetResult(
+        eval_set_result_id="r", eval_set_id="s", assay=SetNotes(version="1", judges=judges)
+    )
+    store.finish_run(run, [result])
+
+    assert store.get(run).judges == [
+        "embedded Qwen2.5-Coder-1.5B-Instruct Q4_K_M (no --judge-model, ...)",
+        "simulated user: openai:gpt-4o (from the config)",
+    ]
+    [back] = store.results(run)
+    assert back.assay is not None and back.assay.judges == judges
+
+
+def test_a_run_recorded_before_judges_were_described_lists_and_reads_back(
+    store: HistoryStore,
+) -> None:
+    """An older assay stored the judges' model strings, and set headers whose judges have only
+    model and source."""
+    header = json.dumps(
+        {
+            "eval_set_result_id": "r",
+            "eval_set_id": "s",
+            "assay": {
+                "version": "0.1.0",
+                "judges": {"safety_v1": {"model": "openai:gpt-4o-mini", "source": "config"}},
+            },
+        }
+    )
+    assert store.runs() == []  # creates the file, of the current schema
+    with sqlite3.connect(store.path) as db:
+        db.execute(
+            "INSERT INTO runs (id, started, finished, status, source, eval_sets, config, "
+            "config_hash, judges, assay_version) VALUES ('old', 1.0, 2.0, 'finished', 'assay', "
+            "'[]', '{}', 'h', '[\"openai:gpt-4o-mini\"]', '0.1.0')"
+        )
+        db.execute("INSERT INTO run_sets VALUES ('old', 0, 's', ?, '[]')", (header,))
+    db.close()
+
+    assert store.get("old").judges == ["openai:gpt-4o-mini"]
+    [result] = store.results("old")
+    assert result.assay is not None
+    assert result.assay.judges["safety_v1"].describe() == "openai:gpt-4o-mini (from the config)"

@@ -13,6 +13,7 @@ from assay.llm import selection
 from assay.llm.backends.scripted import ScriptedBackend
 from assay.llm.base import LlmBackend, LlmRequest, LlmResponse, LlmUnavailableError, TokenUsage
 from assay.llm.judge import Judge
+from assay.llm.models import BUILTIN_MODELS, DEFAULT_MODEL
 from assay.llm.selection import JudgeChoice, JudgePool, choose_judge_model
 
 GEMINI_ENV = {"GOOGLE_API_KEY": "AIza-test-key-0000"}
@@ -254,3 +255,110 @@ def test_a_gemini_judge_without_credentials_is_not_evaluated_with_the_fix_in_the
     assert isinstance(reason, str)
     assert reason.startswith("judge gemini-2.5-flash unavailable: no Gemini credentials: set ")
     assert "GOOGLE_API_KEY" in reason
+
+
+# --- naming the judge -------------------------------------------------------------------------
+
+EMBEDDED_DESCRIPTION = (
+    "embedded Qwen2.5-Coder-1.5B-Instruct Q4_K_M "
+    "(no --judge-model, no ASSAY_JUDGE_MODEL, no Gemini credentials)"
+)
+
+
+@pytest.fixture
+def embedded_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(selection, "genai_available", lambda: True)
+    monkeypatch.setattr(selection, "runtime_available", lambda: True)
+    monkeypatch.setattr(selection, "installed", lambda spec: spec is DEFAULT_MODEL)
+
+
+@pytest.mark.usefixtures("embedded_installed")
+def test_the_embedded_judge_is_named_by_its_catalogue_name_and_why_it_was_chosen() -> None:
+    choice = choose_judge_model(_criterion(num_samples=1), override=None, env={})
+    assert isinstance(choice, JudgeChoice)
+    assert selection.describe_judge(choice) == EMBEDDED_DESCRIPTION
+    assert DEFAULT_MODEL.display_name in EMBEDDED_DESCRIPTION
+    assert selection.judged_model(choice.model) == "local:qwen2.5-coder-1.5b"
+
+
+def test_the_embedded_judge_says_when_gemini_credentials_were_there_but_google_genai_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(selection, "genai_available", lambda: False)
+    monkeypatch.setattr(selection, "runtime_available", lambda: True)
+    monkeypatch.setattr(selection, "installed", lambda spec: True)
+    choice = choose_judge_model(None, override=None, env=GEMINI_ENV)
+    assert isinstance(choice, JudgeChoice) and choice == JudgeChoice("local:", "embedded")
+    assert selection.describe_judge(choice) == (
+        "embedded Qwen2.5-Coder-1.5B-Instruct Q4_K_M "
+        "(no --judge-model, no ASSAY_JUDGE_MODEL, google-genai not installed)"
+    )
+
+
+@pytest.mark.usefixtures("embedded_installed")
+@pytest.mark.parametrize(
+    ("override", "env", "criterion", "described"),
+    [
+        ("openai:gpt-4o-mini", {}, None, "openai:gpt-4o-mini (from --judge-model)"),
+        (
+            None,
+            {"ASSAY_JUDGE_MODEL": "ollama:llama3"},
+            None,
+            "ollama:llama3 (from ASSAY_JUDGE_MODEL)",
+        ),
+        (None, {}, _criterion(judge_model="gemini-2.5-pro"), "gemini-2.5-pro (from the config)"),
+        (None, GEMINI_ENV, None, "gemini-2.5-flash (ADK's default: Gemini credentials present)"),
+        ("local:smollm2", {}, None, "embedded SmolLM2-135M-Instruct Q4_1 (from --judge-model)"),
+        ("local:", {}, None, "embedded Qwen2.5-Coder-1.5B-Instruct Q4_K_M (from --judge-model)"),
+        ("local:/m/judge.gguf", {}, None, "embedded local:/m/judge.gguf (from --judge-model)"),
+    ],
+    ids=["flag", "env", "config", "default", "builtin-smollm2", "local-flag", "gguf-file"],
+)
+def test_every_judge_is_described_with_why_it_was_chosen(
+    override: str | None,
+    env: dict[str, str],
+    criterion: BaseCriterion | None,
+    described: str,
+) -> None:
+    choice = choose_judge_model(criterion, override=override, env=env)
+    assert isinstance(choice, JudgeChoice)
+    assert selection.describe_judge(choice) == described
+
+
+@pytest.mark.parametrize(
+    ("model", "named"),
+    [
+        ("local:", "local:qwen2.5-coder-1.5b"),
+        (" local:qwen2.5-coder-1.5b ", "local:qwen2.5-coder-1.5b"),
+        ("local:smollm2", "local:smollm2"),
+        ("local:/m/judge.gguf", "local:/m/judge.gguf"),
+        ("openai:gpt-4o-mini", "openai:gpt-4o-mini"),
+        ("gemini-2.5-flash", "gemini-2.5-flash"),
+    ],
+)
+def test_results_name_a_judge_by_its_concrete_model_string(model: str, named: str) -> None:
+    assert selection.judged_model(model) == named
+
+
+def test_every_built_in_model_has_a_display_name() -> None:
+    for spec in BUILTIN_MODELS.values():
+        assert spec.display_name and spec.shown_name == spec.display_name
+        assert selection.judge_name(f"local:{spec.name}") == f"embedded {spec.display_name}"
+
+
+def test_a_secret_in_a_model_string_never_reaches_the_description(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MY_PROXY_TOKEN", "tok-0123456789abcdef")
+    model = "litellm:openai/gpt-4o?api_key=sk-live-0123456789abcdef&t=tok-0123456789abcdef"
+    choice = JudgeChoice(model, "--judge-model")
+    for text in (selection.describe_judge(choice), selection.judged_model(model)):
+        assert "sk-live" not in text and "tok-0123456789abcdef" not in text
+        assert text.startswith("litellm:openai/gpt-4o?api_key=***")
+
+
+def test_a_pool_judge_reports_its_backend() -> None:
+    pool = JudgePool(override="openai:x", env={}, backend_factory=_Factory("openai"))
+    judge = pool.judge_for("m", None)
+    assert isinstance(judge, Judge) and selection.judge_backend(judge) == "openai"
+    assert pool.models()["m"].why is None

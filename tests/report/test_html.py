@@ -145,7 +145,7 @@ def test_case_shows_judge_samples_rubrics_sentence_labels_and_usage() -> None:
     page = render_html([results(case("a", PASSED, rationale="grounded in the tool output"))])
     (body,) = _bodies(page)
     rubric, labels = body["judged"]
-    assert rubric["judge"] == "openai:stub (ASSAY_JUDGE_MODEL)"
+    assert rubric["judge"] == "openai:stub (from ASSAY_JUDGE_MODEL)"
     (inv,) = rubric["inv"]
     sample = inv["samples"][0]
     assert sample[2] == "answers: yes"  # the sample's verdict

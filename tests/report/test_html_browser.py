@@ -134,7 +134,7 @@ def test_opened_case_shows_mismatch_judge_tables_labels_and_usage(
     assert label.get_attribute("class") == "label-contradictory"
     usage = details.find_element(By.CSS_SELECTOR, "table.usage").text
     assert "rubric_based_final_response_quality_v1 1 120 7 0" in usage
-    assert "openai:stub (ASSAY_JUDGE_MODEL)" in details.text
+    assert "openai:stub (from ASSAY_JUDGE_MODEL)" in details.text
 
 
 def test_hostile_text_in_every_field_stays_text(browser: Any, tmp_path: Path) -> None:

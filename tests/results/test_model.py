@@ -192,3 +192,54 @@ def test_a_result_adk_writes_loads_in_assays_model(
 
     assert ours.assay is None
     assert_same_verdicts(adk, ours)
+
+
+def test_results_written_before_judges_were_described_load_and_are_described() -> None:
+    from assay.results.model import JudgeInfo
+
+    older = {
+        "eval_set_result_id": "r",
+        "eval_set_id": "s",
+        "assay": {
+            "version": "0.1.0",
+            "judges": {
+                "final_response_match_v2": {"model": "local:", "source": "embedded"},
+                "safety_v1": {"model": "openai:gpt-4o-mini", "source": "--judge-model"},
+                "hallucinations_v1": {"unavailable": "no judge model: pass --judge-model"},
+            },
+        },
+    }
+    result = EvalSetResult.model_validate_json(json.dumps(older))
+
+    assert result.assay is not None
+    judges = result.assay.judges
+    assert judges["final_response_match_v2"].backend is None
+    assert judges["final_response_match_v2"].describe() == (
+        "embedded Qwen2.5-Coder-1.5B-Instruct Q4_K_M "
+        "(no --judge-model, no ASSAY_JUDGE_MODEL, no Gemini credentials)"
+    )
+    assert judges["safety_v1"].describe() == "openai:gpt-4o-mini (from --judge-model)"
+    assert judges["hallucinations_v1"].describe() is None
+    written = JudgeInfo(model="local:", source="embedded", description="as the run said")
+    assert written.describe() == "as the run said"
+    assert JudgeInfo(model="ollama:llama3").describe() == "ollama:llama3"  # source unknown
+
+
+def test_adk_reads_the_judge_each_criterion_names(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    out = tmp_path / "results.json"
+    write_results(run_cli, out, example.evalset, "--traces", example.traces)
+    adk = AdkEvalSetResult.model_validate_json(out.read_text(encoding="utf-8"))
+
+    judged = [
+        m
+        for case in adk.eval_case_results
+        for m in case.overall_eval_metric_results
+        if m.metric_name == "final_response_match_v2"
+    ]
+    assert judged
+    for row in judged:
+        assert row.criterion is not None
+        options = row.criterion.model_dump()["judge_model_options"]
+        assert options["judge_model"] == "openai:stub-judge"  # the judge_env fixture's judge

@@ -53,7 +53,7 @@ def _runs_table(runs: Sequence[RunInfo]) -> Table:
             escape(sets),
             str(run.cases),
             rate,
-            escape(", ".join(run.judges)),
+            escape("\n".join(run.judges)),  # each in words, commas and all: one a line
             f"{run.tokens:,}" if run.tokens else "",
         )
     return table

@@ -9,14 +9,14 @@ import os
 import secrets
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from assay.errors import AssayError
 from assay.llm.cache import ResponseCache
-from assay.results.model import EvalCaseResult
+from assay.results.model import EvalCaseResult, EvalSetResult
 
 HISTORY_FILE = "history.sqlite"
 
@@ -38,6 +38,8 @@ class RunInfo:
     config: dict[str, Any]
     config_hash: str
     judges: list[str]
+    """The judges in words (:func:`run_judges`); a run recorded before they were, or imported
+    from ADK, names their model strings."""
     assay_version: str
     git_commit: str | None
     passed: int
@@ -108,6 +110,23 @@ def git_commit(cwd: Path | None = None) -> str | None:
         return None
     commit = done.stdout.strip()
     return commit if done.returncode == 0 and commit else None
+
+
+def run_judges(results: Sequence[EvalSetResult]) -> list[str]:
+    """The run's judges in words, each once (:meth:`~assay.results.model.JudgeInfo.describe`:
+    ``openai:gpt-4o-mini (from --judge-model)``), the simulated user's model marked as such
+    (``simulated user: ...``); sorted."""
+    from assay.runner.agent_run import SIMULATOR  # the key naming the simulated user's model
+
+    found: set[str] = set()
+    for result in results:
+        if result.assay is None:
+            continue
+        for metric, info in result.assay.judges.items():
+            described = info.describe()
+            if described is not None:
+                found.add(f"simulated user: {described}" if metric == SIMULATOR else described)
+    return sorted(found)
 
 
 def case_tokens(result: EvalCaseResult) -> int:

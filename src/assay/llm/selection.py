@@ -11,6 +11,14 @@ The judge model of a metric is, first to last:
 6. none: the metric is NOT_EVALUATED, with a reason that says how to get a judge.
 
 Steps 4 and 5 only check what is installed and set; nothing is imported, built or loaded.
+
+Results name the judge that scored them the same way everywhere: :func:`judged_model` is the
+model string written into each judged criterion's ``judge_model_options.judge_model`` (the
+embedded judge's concrete name, ``local:qwen2.5-coder-1.5b``, rather than ``local:``), and
+:func:`describe_judge` is the judge in words, with why it was chosen, for the console, the
+HTML report and the run history (``embedded Qwen2.5-Coder-1.5B-Instruct Q4_K_M (no
+--judge-model, no ASSAY_JUDGE_MODEL, no Gemini credentials)``, ``openai:gpt-4o-mini (from
+--judge-model)``). The simulated user's model is named the same way.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from assay.config import DEFAULT_JUDGE_MODEL, BaseCriterion, LlmAsAJudgeCriterion
@@ -28,7 +36,8 @@ from assay.llm.base import LlmBackend, LlmUnavailableError, UsageLedger
 from assay.llm.cache import ResponseCache
 from assay.llm.client import LlmClient, RetryPolicy
 from assay.llm.judge import Judge
-from assay.llm.models import DEFAULT_MODEL, installed
+from assay.llm.models import DEFAULT_MODEL, builtin_model, installed
+from assay.llm.redact import redact
 from assay.llm.registry import resolve_backend
 
 JudgeSource = Literal["--judge-model", "ASSAY_JUDGE_MODEL", "config", "default", "embedded"]
@@ -38,10 +47,64 @@ EMBEDDED_MODEL = "local:"
 
 @dataclass(frozen=True)
 class JudgeChoice:
-    """A judge model and why it was chosen (``source``, one of :data:`JudgeSource`)."""
+    """A judge model and why it was chosen (``source``, one of :data:`JudgeSource`).
+
+    ``why`` says more than ``source`` where the choice depended on what was missing (the
+    embedded judge: no Gemini credentials, or no google-genai); it is words for people, so two
+    choices of the same model from the same source are equal whatever it says."""
 
     model: str
     source: str
+    why: str | None = field(default=None, compare=False)
+
+
+_REASONS: Mapping[str, str] = {
+    "--judge-model": "from --judge-model",
+    "ASSAY_JUDGE_MODEL": "from ASSAY_JUDGE_MODEL",
+    "config": "from the config",
+    "default": "ADK's default: Gemini credentials present",
+    "embedded": "no --judge-model, no ASSAY_JUDGE_MODEL, no Gemini credentials",
+}
+"""Why a judge was chosen, in words, by :data:`JudgeSource`."""
+
+
+def judged_model(model: str) -> str:
+    """The model string that names the judge in results (each judged criterion's
+    ``judge_model_options.judge_model``): a built-in local model by its concrete name
+    (``local:`` is ``local:qwen2.5-coder-1.5b``), so the file says which model scored it
+    whatever a later assay's default is, and giving the string back as ``--judge-model`` picks
+    the same judge; any other string as given. Secrets are masked."""
+    spec = builtin_model(model)
+    if spec is not None:
+        return f"local:{spec.name}"
+    return redact(model.strip())
+
+
+def judge_name(model: str) -> str:
+    """A judge model in words: a built-in local model by its display name from the catalogue
+    (``embedded Qwen2.5-Coder-1.5B-Instruct Q4_K_M``), another ``local:`` file as
+    ``embedded local:<path>``, anything else as its model string. Secrets are masked."""
+    spec = builtin_model(model)
+    if spec is not None:
+        return f"embedded {spec.shown_name}"
+    shown = redact(model.strip())
+    return f"embedded {shown}" if shown.startswith("local:") else shown
+
+
+def describe_judge(choice: JudgeChoice) -> str:
+    """The judge in words, with why it was chosen: ``embedded Qwen2.5-Coder-1.5B-Instruct
+    Q4_K_M (no --judge-model, no ASSAY_JUDGE_MODEL, no Gemini credentials)``,
+    ``openai:gpt-4o-mini (from --judge-model)``; just the model when the source is unknown."""
+    reason = choice.why or _REASONS.get(choice.source, choice.source)  # assay's words
+    name = judge_name(choice.model)
+    return f"{name} ({reason})" if reason else name
+
+
+def judge_backend(judge: Judge) -> str | None:
+    """The kind of backend that serves ``judge`` (``local``, ``openai``, ``ollama``,
+    ``gemini``, ``litellm``, ``scripted``), when its client is an :class:`LlmClient`."""
+    client = judge.client
+    return client.backend.name if isinstance(client, LlmClient) else None
 
 
 def no_judge_reason() -> str:
@@ -78,10 +141,13 @@ def choose_judge_model(
     configured = configured_judge_model(criterion)
     if configured is not None:
         return JudgeChoice(configured, "config")
-    if genai_available() and gemini_credentials(env) is not None:
-        return JudgeChoice(DEFAULT_JUDGE_MODEL, "default")
+    credentials = gemini_credentials(env) is not None
+    if genai_available() and credentials:
+        return JudgeChoice(DEFAULT_JUDGE_MODEL, "default", _REASONS["default"])
     if runtime_available() and installed(DEFAULT_MODEL):
-        return JudgeChoice(EMBEDDED_MODEL, "embedded")
+        gemini = "google-genai not installed" if credentials else "no Gemini credentials"
+        why = f"no --judge-model, no ASSAY_JUDGE_MODEL, {gemini}"
+        return JudgeChoice(EMBEDDED_MODEL, "embedded", why)
     return no_judge_reason()
 
 

@@ -18,6 +18,7 @@ DOM: a page of 10,000 cases is about half the bytes and loads several times fast
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -36,7 +37,7 @@ from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
 from assay.metrics.notes import InvocationNotes, MetricNotes
 from assay.report.case_json import case_body, json_for_script
-from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult
+from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult, JudgeInfo
 
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
 _BINS = 10
@@ -297,9 +298,10 @@ def _summary(title: str, results: Sequence[EvalSetResult]) -> Summary:
             continue
         duration += result.assay.duration_s
         for metric, info in result.assay.judges.items():
+            described = info.describe()
             judges[metric] = (
-                f"{info.model} ({info.source or 'unknown source'})"
-                if info.model
+                described
+                if described is not None
                 else f"no judge: {info.unavailable or 'unavailable'}"
             )
         for metric, used in result.assay.usage.items():
@@ -458,10 +460,15 @@ def _judged_invocation(notes: InvocationNotes) -> JudgedInvocation:
     )
 
 
+@functools.lru_cache(maxsize=64)
+def _judge_text(model: str | None, source: str | None) -> str:
+    """A case's judge in words, as the run's judge line names it (the same few judges recur in
+    every case, so each is described once)."""
+    return JudgeInfo(model=model, source=source).describe() or "-"
+
+
 def _judged(name: str, notes: MetricNotes) -> Judged:
-    judge = notes.judge_model or "-"
-    if notes.judge_source:
-        judge += f" ({notes.judge_source})"
+    judge = _judge_text(notes.judge_model, notes.judge_source)
     return Judged(name, judge, [_judged_invocation(n) for n in notes.per_invocation])
 
 

@@ -110,11 +110,34 @@ class RunSummary(AssayModel):
 
 
 class JudgeInfo(AssayModel):
-    """Which LLM judged a metric and why it was chosen, or why the metric had no judge."""
+    """Which LLM judged a metric (or played the simulated user) and why it was chosen, or why
+    the metric had no judge.
+
+    ``model`` is the model string as chosen (``local:``, ``openai:gpt-4o-mini``), ``source``
+    where it came from (``--judge-model``, ``ASSAY_JUDGE_MODEL``, ``config``, ``default``,
+    ``embedded``), ``backend`` the kind of backend that served it (``local``, ``openai``, ...),
+    ``judge_model`` the string written into the metric's criteria in the ADK fields
+    (``local:qwen2.5-coder-1.5b`` for ``local:``) and ``description`` the judge in words, with
+    why it was chosen. Results written before these fields existed have only the first three.
+    """
 
     model: str | None = None
     source: str | None = None
     unavailable: str | None = None
+    backend: str | None = None
+    judge_model: str | None = None
+    description: str | None = None
+
+    def describe(self) -> str | None:
+        """The judge in words (``description``, or, for results written without one, made from
+        ``model`` and ``source``); None when there was no judge."""
+        if self.model is None:
+            return None
+        if self.description:
+            return self.description
+        from assay.llm.selection import JudgeChoice, describe_judge  # only for older results
+
+        return describe_judge(JudgeChoice(self.model, self.source or ""))
 
 
 class SetNotes(AssayModel):

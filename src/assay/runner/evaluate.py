@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assay._async import run_sync
 from assay._collector import results_kept_frozen
@@ -31,6 +32,9 @@ from assay.results.traces import Traces
 from assay.runner.agent_run import SIMULATOR, AgentSettings, Attempt, SimulatorFactory, infer_set
 from assay.runner.inference import CaseInference
 from assay.runner.scoring import Captures, ConfiguredMetric, score_case
+
+if TYPE_CHECKING:
+    from assay.llm.selection import JudgeChoice
 
 
 @dataclass(frozen=True)
@@ -69,29 +73,60 @@ class JudgeSettings:
 
 
 class _RecordingProvider:
-    """Remembers which judge (or which reason for none) each metric got."""
+    """Remembers which judge (or which reason for none) each metric got, and, when the judges
+    come from a :class:`~assay.llm.selection.JudgePool`, why it was chosen."""
 
     def __init__(self, inner: JudgeProvider) -> None:
         self.inner = inner
         self.seen: dict[str, Judge | str] = {}
+        self.choices: dict[str, JudgeChoice] = {}
 
     def judge_for(self, metric: str, criterion: BaseCriterion | None) -> Judge | str:
         choice = self.inner.judge_for(metric, criterion)
         self.seen[metric] = choice
+        chosen = self._chosen(metric)
+        if chosen is not None:
+            self.choices[metric] = chosen
+        else:
+            self.choices.pop(metric, None)
         return choice
+
+    def _chosen(self, metric: str) -> JudgeChoice | None:
+        if isinstance(self.inner, _RecordingProvider):
+            return self.inner.choices.get(metric)
+        from assay.llm.selection import JudgePool
+
+        return self.inner.models().get(metric) if isinstance(self.inner, JudgePool) else None
+
+    def judge_model(self, metric: str) -> str | None:
+        """The model string naming ``metric``'s judge in its rows' criteria
+        (:func:`~assay.llm.selection.judged_model`); None when it has no judge."""
+        judge = self.seen.get(metric)
+        if not isinstance(judge, Judge):
+            return None
+        from assay.llm.selection import judged_model
+
+        return judged_model(judge.model)
 
 
 def configured_metrics(
     config: EvalConfig, registry: MetricRegistry, judges: JudgeProvider | None = None
 ) -> list[ConfiguredMetric]:
     """The metrics a config asks for, in config order, then ADK's informational efficiency
-    metrics (tool calls, model calls, tokens, duration), which are reported on every run."""
-    metrics = [
-        ConfiguredMetric(
-            name, criterion, registry.create(name, criterion, judges), registry.applies_to(name)
+    metrics (tool calls, model calls, tokens, duration), which are reported on every run.
+    A judged metric's rows name the judge that scores it in their criterion."""
+    recording = (
+        judges
+        if judges is None or isinstance(judges, _RecordingProvider)
+        else _RecordingProvider(judges)
+    )
+    metrics = []
+    for name, criterion in config.criteria.items():
+        metric = registry.create(name, criterion, recording)
+        judge_model = recording.judge_model(name) if recording is not None else None
+        metrics.append(
+            ConfiguredMetric(name, criterion, metric, registry.applies_to(name), judge_model)
         )
-        for name, criterion in config.criteria.items()
-    ]
     metrics += [
         ConfiguredMetric(name, None, registry.create(name, None))
         for name in INFORMATIONAL_METRICS
@@ -119,13 +154,30 @@ def _app_name(cases: Sequence[EvalCase]) -> str:
     return "assay"
 
 
-def _judge_infos(seen: Mapping[str, Judge | str]) -> dict[str, JudgeInfo]:
-    return {
-        metric: JudgeInfo(unavailable=judge)
-        if isinstance(judge, str)
-        else JudgeInfo(model=judge.model, source=judge.source)
-        for metric, judge in seen.items()
-    }
+def _judge_infos(recording: _RecordingProvider | None) -> dict[str, JudgeInfo]:
+    """What ``assay.judges`` says of each judge (and of the simulated user's model): the model,
+    its backend, why it was chosen and the judge in words; or why there was none."""
+    if recording is None or not recording.seen:
+        return {}
+    from assay.llm.redact import redact
+    from assay.llm.selection import JudgeChoice, describe_judge, judge_backend, judged_model
+
+    infos: dict[str, JudgeInfo] = {}
+    for metric, judge in recording.seen.items():
+        if isinstance(judge, str):
+            infos[metric] = JudgeInfo(unavailable=judge)
+            continue
+        chosen = recording.choices.get(metric)
+        if chosen is None or (chosen.model, chosen.source) != (judge.model, judge.source):
+            chosen = JudgeChoice(judge.model, judge.source)
+        infos[metric] = JudgeInfo(
+            model=redact(judge.model),
+            source=judge.source,
+            backend=judge_backend(judge),
+            judge_model=judged_model(judge.model),
+            description=describe_judge(chosen),
+        )
+    return infos
 
 
 def _usage_by_metric(results: Sequence[EvalCaseResult]) -> dict[str, TokenUsage]:
@@ -207,7 +259,7 @@ async def _evaluate_set(
             criteria={k: v.model_dump(mode="json") for k, v in job.config.criteria.items()},
             summary=summarize(case_results),
             duration_s=round(time.perf_counter() - started, 6),
-            judges=_judge_infos(recording.seen) if recording is not None else {},
+            judges=_judge_infos(recording),
             usage=_usage_by_metric(case_results),
         ),
     )

@@ -37,15 +37,23 @@ class ConfiguredMetric:
     criterion: BaseCriterion | None
     metric: Metric
     applies_to: CaseKind | None = None
+    judge_model: str | None = None
+    """The judge that scores it (:func:`~assay.llm.selection.judged_model`), written into the
+    criterion of each of its rows as ``judge_model_options.judge_model``; None (no judge) keeps
+    the criterion as configured."""
 
     @cached_property
     def head(self) -> tuple[str, float | None, dict[str, Any] | None, None]:
-        """What each of its result rows says of it: name, threshold, criterion (as JSON), and
-        no custom function."""
+        """What each of its result rows says of it: name, threshold, criterion (as JSON, naming
+        the judge that scores it), and no custom function."""
         criterion = self.criterion
         if criterion is None:
             return (self.name, None, None, None)
-        return (self.name, criterion.threshold, criterion.model_dump(mode="json"), None)
+        dumped = criterion.model_dump(mode="json")
+        options = dumped.get("judge_model_options")
+        if self.judge_model is not None and isinstance(options, dict):
+            dumped["judge_model_options"] = {**options, "judge_model": self.judge_model}
+        return (self.name, criterion.threshold, dumped, None)
 
     def not_applicable(self, case: EvalCase) -> str | None:
         """Why the metric does not apply to ``case``, or None when it does."""
