@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _judge_server import JudgeServer
 from _support import CliRun, Example, RunCli
 
 ASSAY = Path(sys.executable).with_name("assay")
@@ -24,7 +25,7 @@ ASSAY = Path(sys.executable).with_name("assay")
 def has_row(output: str, metric: str, score: str, threshold: str, status: str) -> bool:
     """Whether the results table has a row ``metric | score | threshold | status``."""
     cells = [re.escape(cell) for cell in (metric, score, threshold, status)]
-    return re.search(r"│ " + r"\s*│\s*".join(cells) + r"\s*│", output) is not None
+    return re.search(r"│\s+" + r"\s*│\s*".join(cells) + r"\s*│", output) is not None
 
 
 def flat(text: str) -> str:
@@ -466,12 +467,13 @@ HEAVY = (
 )
 """Modules (and their submodules) that only a command that runs may import."""
 
-COMMAND_NAMES = ["compare", "eval", "import", "report", "runs", "show", "validate"]
+COMMAND_NAMES = ["compare", "eval", "import", "metrics", "report", "runs", "show", "validate"]
 
 COMMAND_MODULES = {
     "assay.cli.compare",
     "assay.cli.eval",
     "assay.cli.history",
+    "assay.cli.metrics",
     "assay.cli.recording",
     "assay.cli.report",
     "assay.cli.validate",
@@ -600,3 +602,48 @@ def test_a_local_judge_that_cannot_load_leaves_judged_metrics_not_evaluated_and_
     }
     assert statuses["tool_trajectory_avg_score"] == statuses["response_match_score"] == 1
     assert statuses["final_response_match_v2"] == statuses["safety_v1"] == 3  # NOT_EVALUATED
+
+
+def test_a_run_logged_to_a_file_says_it_is_alive_while_no_case_finishes(
+    run_cli: RunCli, example: Example, judge_env: JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASSAY_HEARTBEAT_S", "0.2")
+    judge_env.latency_s = 0.25  # every judge call: longer than the heartbeat interval
+    try:
+        run = run_cli("eval", example.evalset, "--traces", example.traces, "--no-cache")
+    finally:
+        judge_env.latency_s = 0.0
+
+    assert run.code == 0, run.output
+    beats = [line for line in run.err.splitlines() if " running: " in line]
+    assert beats, run.err
+    assert re.fullmatch(
+        r"\[\d/5\] running: \d+ LLM calls? in flight, \d+ waiting · \d+s elapsed", beats[0]
+    )
+
+
+def test_a_heartbeat_interval_that_is_not_a_number_is_a_usage_error(
+    run_cli: RunCli, example: Example, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASSAY_HEARTBEAT_S", "soon")
+    run = run_cli("eval", example.evalset, "--traces", example.traces)
+    assert run.code == 2
+    assert "ASSAY_HEARTBEAT_S must be a number of seconds; got 'soon'" in run.err
+    assert "Traceback" not in run.output
+
+
+def test_a_run_without_html_says_the_one_command_that_makes_its_report(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    run = run_cli("eval", example.evalset, "--traces", example.traces)
+    [line] = [line for line in run.out.splitlines() if line.startswith("HTML report: ")]
+    command = line.removeprefix("HTML report: assay ").split()
+    report = tmp_path / "report.html"
+    made = run_cli(*command[:-1], report)
+    assert made.code == 0, made.output
+    assert report.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+    with_html = run_cli(
+        "eval", example.evalset, "--traces", example.traces, "--html", tmp_path / "r.html"
+    )
+    assert "HTML report: assay report" not in with_html.out

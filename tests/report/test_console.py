@@ -41,6 +41,11 @@ def render(*renderables: Any) -> str:
     return output
 
 
+def flat(text: str) -> str:
+    """``text`` without the table's rules and with every run of whitespace one space."""
+    return " ".join(re.sub(r"[│┃]", " ", text).split())
+
+
 def has_row(output: str, *cells: str) -> bool:
     """Whether a table line holds ``cells`` in adjacent columns."""
     pattern = r"│\s*" + r"\s*│\s*".join(re.escape(cell) for cell in cells) + r"\s*│"
@@ -96,27 +101,26 @@ FAILING = EvalCaseResult(
 
 
 def test_the_table_shows_each_cases_metrics_with_score_threshold_and_status() -> None:
-    output = render(results_table(set_result(PASSING, FAILING)))
+    output = render(results_table(set_result(PASSING, FAILING), width=240))
 
-    assert has_row(output, "forecast", "tool_trajectory_avg_score", "1.0000", "1.0000", "PASSED")
+    assert has_row(output, "forecast", "", "", "PASSED", "")
+    assert has_row(output, "tool_trajectory_avg_score", "1.0000", "1.0000", "PASSED")
     assert has_row(output, "response_match_score", "0.9392", "0.8000", "PASSED")
-    assert has_row(output, "booking", "tool_trajectory_avg_score", "0.5000", "1.0000", "FAILED")
+    assert has_row(output, "booking", "", "", "FAILED", "")
+    assert has_row(output, "tool_trajectory_avg_score", "0.5000", "1.0000", "FAILED")
     assert has_row(
         output, "final_response_match_v2", "-", "0.7000", "NOT_EVALUATED", "not implemented yet"
     )
-    for header in ("Case", "Metric", "Score", "Threshold", "Status", "Note"):
+    for header in ("Case / metric", "Score", "Threshold", "Status", "Why"):
         assert header in output
     assert "travel  (sets/travel.evalset.json)" in output
 
 
-def test_each_cases_own_status_is_shown_under_its_id() -> None:
-    output = render(results_table(set_result(PASSING, FAILING)))
-    lines = output.splitlines()
+def test_each_cases_status_is_on_its_own_row_beside_its_id() -> None:
+    output = render(results_table(set_result(PASSING, FAILING), width=240))
 
-    forecast = next(i for i, line in enumerate(lines) if "│ forecast " in line)
-    booking = next(i for i, line in enumerate(lines) if "│ booking " in line)
-    assert re.match(r"│ PASSED\s+│", lines[forecast + 1])
-    assert re.match(r"│ FAILED\s+│", lines[booking + 1])
+    assert re.search(r"│ forecast\s+│\s+│\s+│ PASSED\s+│", output)
+    assert re.search(r"│ booking\s+│\s+│\s+│ FAILED\s+│", output)
 
 
 def test_a_case_without_metric_results_shows_its_reason() -> None:
@@ -126,11 +130,28 @@ def test_a_case_without_metric_results_shows_its_reason() -> None:
         assay=CaseNotes(reason="no trace for this case in t.json"),
     )
 
-    output = render(results_table(set_result(case)))
+    output = render(results_table(set_result(case), width=240))
 
-    assert has_row(
-        output, "lonely", "-", "-", "-", "NOT_EVALUATED", "no trace for this case in t.json"
+    assert has_row(output, "lonely", "", "", "NOT_EVALUATED", "no trace for this case in t.json")
+
+
+def test_a_case_not_evaluated_for_one_reason_says_it_once_on_one_row() -> None:
+    """Not on each of its metrics' rows, as a case with no trace once did on 12."""
+    reason = "no trace for this case in t.json"
+    names = ["tool_trajectory_avg_score", "response_match_score", "safety_v1"]
+    case = EvalCaseResult(
+        eval_id="untraced",
+        final_eval_status=EvalStatus.NOT_EVALUATED,
+        overall_eval_metric_results=[
+            metric(name, None, 0.5, EvalStatus.NOT_EVALUATED) for name in names
+        ],
+        assay=CaseNotes(reason=reason, metric_reasons=dict.fromkeys(names, reason)),
     )
+
+    for width in (80, 120, 200):
+        output = render(results_table(set_result(case), width=width))
+        assert flat(output).count(reason) == 1, width
+        assert not any(name in output for name in names)
 
 
 def test_a_case_level_reason_no_metric_explains_is_shown_under_the_case() -> None:
@@ -153,7 +174,7 @@ def test_a_case_level_reason_no_metric_explains_is_shown_under_the_case() -> Non
     once = render(results_table(set_result(explained)))
 
     assert re.search(r"│ expected 2 invocations, got 1\s+│", output)
-    assert once.count("expected 2 invocations, got 1") == 1  # in the Note column only
+    assert once.count("expected 2 invocations, got 1") == 1  # on the case's row only
 
 
 def test_agent_text_with_rich_markup_is_shown_literally_in_the_detail_table() -> None:
@@ -209,7 +230,7 @@ def test_ids_names_and_reasons_with_rich_markup_are_shown_literally() -> None:
 
     assert "set[/]  ([red]p.json)" in output
     assert "set[/] / case [bold]x[/]" in output
-    assert has_row(output, f"case {MARKUP}", f"m {MARKUP}", "-", "0.5000", "NOT_EVALUATED")
+    assert has_row(output, f"m {MARKUP}", "-", "0.5000", "NOT_EVALUATED")
     assert f"raised {MARKUP}" in output
     assert "m [bold]x[/]: NOT_EVALUATED -" in output  # the detail table's verdict line
 
@@ -315,3 +336,71 @@ def test_a_large_set_whose_every_case_passed_lists_none_and_says_so() -> None:
     assert "60 cases" in text  # the table per metric
     assert "all 60 cases passed (--max-cases 0 lists every case)" in text
     assert "pass_0" not in text and "Threshold" not in text  # no empty case table
+
+
+def test_an_informational_metric_with_no_value_is_shown_with_why() -> None:
+    case = EvalCaseResult(
+        eval_id="plain",
+        final_eval_status=EvalStatus.PASSED,
+        overall_eval_metric_results=[
+            metric("token_usage_v1", None, 0.0, EvalStatus.INFORMATIONAL).model_copy(
+                update={"threshold": None}
+            )
+        ],
+    )
+    output = render(results_table(set_result(case), width=240))
+    assert has_row(output, "token_usage_v1", "-", "-", "INFORMATIONAL")
+    assert "│ the agent reports no token usage" in output
+
+
+# --- the judge line ---------------------------------------------------------------------------
+
+
+def _judged_set(judges: dict[str, Any]) -> EvalSetResult:
+    from assay.results.model import JudgeInfo
+
+    result = set_result(PASSING)
+    assert result.assay is not None
+    result.assay.judges = {name: JudgeInfo.model_validate(info) for name, info in judges.items()}
+    return result
+
+
+def test_the_judge_line_names_each_judge_in_words_with_why_it_was_chosen() -> None:
+    from assay.report.console import judges_line
+
+    embedded = (
+        "embedded Qwen2.5-Coder-1.5B-Instruct Q4_K_M "
+        "(no --judge-model, no ASSAY_JUDGE_MODEL, no Gemini credentials)"
+    )
+    info = {"model": "local:", "source": "embedded", "backend": "local", "description": embedded}
+    line = judges_line(
+        _judged_set(
+            {
+                "final_response_match_v2": info,
+                "safety_v1": info,
+                "user_simulator": {
+                    "model": "openai:gpt-4o",
+                    "source": "config",
+                    "description": "openai:gpt-4o (from the config)",
+                },
+                "hallucinations_v1": {"unavailable": "no judge model: pass --judge-model"},
+            }
+        )
+    )
+
+    assert line is not None
+    assert render(line).splitlines() == [
+        f"judge {embedded}: final_response_match_v2, safety_v1",
+        "judge openai:gpt-4o (from the config): user_simulator",
+        "no judge: hallucinations_v1",
+    ]
+
+
+def test_the_judge_line_describes_the_judges_of_results_written_before_descriptions() -> None:
+    from assay.report.console import judges_line
+
+    line = judges_line(
+        _judged_set({"safety_v1": {"model": "openai:gpt-4o-mini", "source": "--judge-model"}})
+    )
+    assert line is not None
+    assert render(line).strip() == "judge openai:gpt-4o-mini (from --judge-model): safety_v1"

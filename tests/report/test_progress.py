@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import io
+import re
+import time
 
 from rich.console import Console
 
 from assay.llm.base import TokenUsage
+from assay.llm.slots import ACTIVITY
 from assay.metrics.base import EvalStatus
 from assay.metrics.notes import MetricNotes
-from assay.report.progress import RunProgress, case_usage
+from assay.report.progress import RunProgress, case_usage, elapsed_text
 from assay.results.model import CaseNotes, EvalCaseResult
 
 
@@ -76,3 +79,40 @@ def test_on_a_terminal_a_live_bar_counts_cases_and_leaves_no_log_lines() -> None
     shown = out.getvalue()
     assert "[1/3] travel / a" not in shown  # no per-case log lines on a terminal
     assert progress.done == 2 and progress.usage.calls == 3
+
+
+def test_without_a_terminal_a_heartbeat_line_says_the_run_is_alive_while_nothing_finishes() -> None:
+    console, out = _console(terminal=False)
+    ACTIVITY.in_flight, ACTIVITY.waiting = 1, 23
+    try:
+        with RunProgress(console, 5, heartbeat_s=0.1) as progress:
+            time.sleep(0.35)
+            progress.case_done(None, _case("greeting", 1))
+            silent = out.getvalue().count("running:")
+            time.sleep(0.05)  # under one interval after a case line: no heartbeat yet
+            assert out.getvalue().count("running:") == silent
+    finally:
+        ACTIVITY.in_flight, ACTIVITY.waiting = 0, 0
+    lines = out.getvalue().splitlines()
+    beats = [line for line in lines if "running:" in line]
+    assert 2 <= len(beats) <= 4
+    assert re.fullmatch(r"\[0/5\] running: 1 LLM call in flight, 23 waiting · 0s elapsed", beats[0])
+    assert lines[len(beats)].startswith("[1/5] travel / greeting PASSED")
+
+
+def test_the_heartbeat_stops_with_the_run_and_zero_turns_it_off() -> None:
+    console, out = _console(terminal=False)
+    with RunProgress(console, 1, heartbeat_s=0.05):
+        time.sleep(0.12)
+    written = out.getvalue()
+    time.sleep(0.15)
+    assert out.getvalue() == written and "running:" in written  # nothing after the run ended
+
+    console, out = _console(terminal=False)
+    with RunProgress(console, 1, heartbeat_s=0):
+        time.sleep(0.1)
+    assert out.getvalue() == ""
+
+
+def test_elapsed_time_reads_in_seconds_minutes_or_hours() -> None:
+    assert [elapsed_text(s) for s in (0.4, 42, 185, 3725)] == ["0s", "42s", "3m 05s", "1h 02m"]

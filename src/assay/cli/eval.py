@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,7 +28,7 @@ from assay.errors import InputError
 from assay.evalset.io import load_eval_set
 from assay.metrics.base import EvalStatus
 from assay.report.console import print_results
-from assay.report.progress import RunProgress
+from assay.report.progress import HEARTBEAT_S, RunProgress
 from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.results.traces import Traces, load_traces
 from assay.runner.agent_run import AgentSettings, recorded_inference, write_traces
@@ -141,6 +142,21 @@ def _write_reports(
         except OSError as exc:
             raise click.FileError(path, hint=exc.strerror or str(exc)) from None
         console.print(f"{what} written to {escape(path)}")
+
+
+def _heartbeat_s() -> float:
+    """``ASSAY_HEARTBEAT_S``: seconds without a finished case before a progress line says the
+    run is alive (default 15; 0 turns it off)."""
+    raw = os.environ.get("ASSAY_HEARTBEAT_S", "").strip()
+    if not raw:
+        return HEARTBEAT_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:
+        raise click.UsageError(f"ASSAY_HEARTBEAT_S must be a number of seconds; got {raw!r}")
+    return seconds
 
 
 def _unevaluated_in_passed_cases(results: Sequence[EvalSetResult]) -> int:
@@ -397,7 +413,11 @@ def eval_command(
     with recorded(spec, enabled=history, history_file=history_file, resume=resume) as recording:
         runs = agent.inference.num_runs if agent else 1
         total = sum(len(job.loaded.eval_set.eval_cases) for job in jobs) * runs
-        progress = RunProgress(make_console(stderr=True), max(total - len(recording.done), 0))
+        progress = RunProgress(
+            make_console(stderr=True),
+            max(total - len(recording.done), 0),
+            heartbeat_s=_heartbeat_s(),
+        )
 
         def on_case(job: EvalSetJob, result: EvalCaseResult) -> None:
             recording.on_case(job, result)
@@ -429,11 +449,14 @@ def eval_command(
     _write_reports(console, results, html_path, junit_path, markdown_path)
     if recording.recorded:
         console.print(f"[dim]recorded as run {recording.run} (assay show {recording.run})[/]")
+    source = recording.run if recording.recorded else output_path
+    if source and not html_path:
+        console.print(f"HTML report: assay report {escape(str(source))} --html report.html")
     unevaluated = _unevaluated_in_passed_cases(results)
     if unevaluated:
         console.print(
             f"[yellow]{unevaluated} metric(s) in passing cases were not evaluated "
-            "(see the Note column); the run does not count as passed[/]"
+            "(see why in the table); the run does not count as passed[/]"
         )
     clean = summary.failed == 0 and summary.not_evaluated == 0 and unevaluated == 0
     sys.exit(EXIT_OK if clean else EXIT_FAILED)

@@ -30,7 +30,9 @@ COMMANDS = {
     "compare": LazyCommand(
         "assay.cli.compare:compare",
         "Compare two runs (run ids or results files): per metric the change in mean score and "
-        "pass rate, the cases that flipped, a bootstrap interval and an exact McNemar test.",
+        "pass rate, the cases that regressed or flipped, a bootstrap interval and an exact "
+        'McNemar test (or "too few cases to test" when no test could be significant with so '
+        "few).",
     ),
     "eval": LazyCommand(
         "assay.cli.eval:eval_command",
@@ -41,6 +43,11 @@ COMMANDS = {
         "assay.cli.history:import_command",
         "Import ADK results (.evalset_result.json files, or folders such as "
         ".adk/eval_history) into the run history, one run per file.",
+    ),
+    "metrics": LazyCommand(
+        "assay.cli.metrics:metrics_command",
+        "List every metric assay knows: what it measures, whether it needs a reference, rubrics "
+        "or an LLM judge, and its default threshold.",
     ),
     "report": LazyCommand(
         "assay.cli.report:report_command",

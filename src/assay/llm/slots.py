@@ -22,6 +22,18 @@ from assay.llm.base import LlmRequest
 
 
 @dataclass
+class Activity:
+    """The LLM calls of this process now at a backend (``in_flight``) and waiting for a slot
+    (``waiting``), over every client: what a progress line reports while nothing finishes."""
+
+    in_flight: int = 0
+    waiting: int = 0
+
+
+ACTIVITY = Activity()
+
+
+@dataclass
 class _Waiter:
     arrival: int
     prompt: str
@@ -49,6 +61,7 @@ class PromptSlots:
             granted = asyncio.get_running_loop().create_future()
             waiter = _Waiter(next(self._arrivals), prompt, granted)
             self._waiters.append(waiter)
+            ACTIVITY.waiting += 1
             try:
                 await granted
             except asyncio.CancelledError:
@@ -57,9 +70,13 @@ class PromptSlots:
                 else:
                     self._waiters.remove(waiter)
                 raise
+            finally:
+                ACTIVITY.waiting -= 1
+        ACTIVITY.in_flight += 1
         try:
             yield
         finally:
+            ACTIVITY.in_flight -= 1
             self._hand_on(prompt)
 
     def _hand_on(self, last: str) -> None:

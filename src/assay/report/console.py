@@ -9,6 +9,7 @@ reads; the HTML report and ``--output`` keep every case.)"""
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -19,6 +20,7 @@ from assay.evalset.content import content_text
 from assay.evalset.invocation import Invocation
 from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
+from assay.report.why import why
 from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult, RunSummary
 
 MAX_CASES = 50
@@ -44,31 +46,6 @@ def status_text(status: EvalStatus) -> str:
 def format_score(score: float | None) -> str:
     """Scores to four decimals; a missing score as a dash."""
     return "-" if score is None else f"{score:.4f}"
-
-
-def _metric_cells(case: EvalCaseResult, row: EvalMetricResult) -> list[str]:
-    note = case.assay.metric_reasons.get(row.metric_name, "")
-    if row.metric_name in case.assay.not_applicable:
-        return [
-            f"[dim]{escape(row.metric_name)}[/]",
-            "-",
-            "-",
-            "[dim]n/a[/]",
-            f"[dim]{escape(note)}[/]",
-        ]
-    informational = row.eval_status is EvalStatus.INFORMATIONAL and row.score is not None
-    return [
-        escape(row.metric_name),
-        f"{row.score:.6g}" if informational and row.score is not None else format_score(row.score),
-        format_score(row.threshold),
-        status_text(row.eval_status),
-        escape(note),
-    ]
-
-
-def _shown(row: EvalMetricResult) -> bool:
-    """Informational metrics with no value (no usage or timing recorded) are left out."""
-    return not (row.eval_status is EvalStatus.INFORMATIONAL and row.score is None)
 
 
 def listed_cases(result: EvalSetResult, max_cases: int = 0) -> list[EvalCaseResult]:
@@ -116,60 +93,156 @@ def metrics_table(result: EvalSetResult) -> Table:
 _COUNTED = {EvalStatus.PASSED: 0, EvalStatus.FAILED: 1, EvalStatus.NOT_EVALUATED: 2}
 
 
-def results_table(result: EvalSetResult, max_cases: int = 0) -> Table:
-    """One row per case and metric: score, threshold, status and why it was not evaluated; past
-    ``max_cases`` cases, only those that did not pass (:func:`listed_cases`), with a caption
-    that says so."""
+WIDE = 110
+"""Columns from which a table has a Why column, spells statuses out (``NOT_EVALUATED``) and
+names the Threshold column. Narrower, a why goes on a line of its own under its row, statuses
+are ``N/E`` and ``INFO`` (with a legend) and the threshold column is ``Min``."""
+_SHORT = {EvalStatus.NOT_EVALUATED: "N/E", EvalStatus.INFORMATIONAL: "INFO"}
+_INDENT = "  "
+
+
+def _status_cell(status: EvalStatus, wide: bool) -> str:
+    return (
+        status_text(status) if wide else f"[{_STYLE[status]}]{_SHORT.get(status, status.name)}[/]"
+    )
+
+
+def _score_cell(row: EvalMetricResult) -> str:
+    if row.eval_status is EvalStatus.INFORMATIONAL and row.score is not None:
+        return f"{row.score:.6g}"
+    return format_score(row.score)
+
+
+def wrap_name(name: str, width: int, indent: str = "") -> list[str]:
+    """``name`` in lines of at most ``width`` characters, broken only after an underscore
+    (a part longer than the width alone is cut where it must be); continuation lines get two
+    more spaces than ``indent``."""
+    lines: list[str] = []
+    line = indent
+    for part in name.replace("_", "_\0").split("\0"):
+        if line.strip() and len(line) + len(part) > width:
+            lines.append(line)
+            line = indent + _INDENT
+        line += part
+    lines.append(line)
+    return [piece[i : i + width] for piece in lines for i in range(0, max(len(piece), 1), width)]
+
+
+class _Layout:
+    """Column widths for a table of ``names`` and ``scores`` (cell texts) on ``width`` columns."""
+
+    def __init__(self, width: int, names: Sequence[str], scores: Sequence[str]) -> None:
+        self.wide = width >= WIDE
+        score = max([5, *(len(text) for text in scores)])
+        if self.wide:  # five columns: six rules, a space either side of each cell
+            fixed = 16 + score + len("Threshold") + len("NOT_EVALUATED")
+            self.name = min(max(map(len, names)), max(18, width - fixed - 30))
+        else:  # four columns
+            fixed = 13 + score + 6 + len("Status")
+            self.name = max(18, width - fixed)
+        self.why = self.name - 2 * len(_INDENT)  # a why line under its row, narrow only
+
+    def why_lines(self, text: str) -> str:
+        return "\n".join(escape(line) for line in textwrap.wrap(text, self.why) or [""])
+
+
+def results_table(result: EvalSetResult, max_cases: int = 0, width: int = 140) -> Table:
+    """A row per case (its status, and why it was not evaluated) and under it a row per metric
+    (score, threshold, status, and why it failed or was not evaluated:
+    :func:`~assay.report.why.why`), laid out for ``width`` columns: names are never broken inside
+    a word, and a reason shared by a case's rows is written once. Past ``max_cases`` cases, only
+    those that did not pass (:func:`listed_cases`), with a caption that says so."""
     cases = listed_cases(result, max_cases)
     total = len(result.eval_case_results)
-    caption = None
+    notes = []
     if len(cases) < total:
         failing = sum(
             c.final_eval_status is not EvalStatus.PASSED for c in result.eval_case_results
         )
-        caption = (
+        notes.append(
             f"{len(cases):,} of the {failing:,} cases that did not pass, of {total:,} "
             "(--max-cases 0 lists every case)"
         )
-    table = Table(title=_title(result), title_justify="left", show_lines=False, caption=caption)
-    for column in ("Case", "Metric", "Score", "Threshold", "Status", "Note"):
-        table.add_column(
-            column, overflow="fold", justify="right" if column in {"Score", "Threshold"} else "left"
-        )
     runs = any(case.assay.run > 1 for case in cases)
-    for case in cases:
-        run = f" (run {case.assay.run})" if runs else ""
-        label = f"{escape(case.eval_id)}{run}\n{status_text(case.final_eval_status)}"
-        rows = [row for row in case.overall_eval_metric_results if _shown(row)]
-        reason = case.assay.reason
-        if rows and reason and reason not in case.assay.metric_reasons.values():
-            label += f"\n[dim]{escape(reason)}[/]"  # why the case itself was not evaluated
-        if not rows:
-            table.add_row(
-                label,
-                "-",
-                "-",
-                "-",
-                status_text(case.final_eval_status),
-                escape(case.assay.reason or ""),
-            )
+    labels = [case.eval_id + (f" (run {case.assay.run})" if runs else "") for case in cases]
+    shown = [list(case.overall_eval_metric_results) for case in cases]
+    layout = _Layout(
+        width,
+        ["Case / metric", *labels, *(_INDENT + r.metric_name for rows in shown for r in rows)],
+        [_score_cell(row) for rows in shown for row in rows],
+    )
+    table = Table(title=_title(result), title_justify="left", show_lines=False)
+    table.add_column("Case / metric", no_wrap=True, width=layout.name)
+    table.add_column("Score", justify="right", no_wrap=True)
+    table.add_column("Threshold" if layout.wide else "Min", justify="right", no_wrap=True)
+    table.add_column("Status", no_wrap=True)
+    if layout.wide:
+        table.add_column("Why", overflow="fold")
+
+    def add(name: str, score: str, threshold: str, status: str, reason: str, *, last: bool) -> None:
+        if layout.wide:
+            table.add_row(name, score, threshold, status, escape(reason), end_section=last)
+            return
+        table.add_row(name, score, threshold, status, end_section=last and not reason)
+        if reason:
+            why_text = layout.why_lines(reason)
+            indented = "\n".join(_INDENT * 2 + line for line in why_text.split("\n"))
+            table.add_row(f"[dim]{indented}[/]", "", "", "", end_section=last)
+
+    used: set[EvalStatus] = {case.final_eval_status for case in cases}
+    for case, label, rows in zip(cases, labels, shown, strict=True):
+        case_why = case.assay.reason or ("no metric was scored" if not rows else "")
+        if case.assay.reason and all(r.eval_status is EvalStatus.NOT_EVALUATED for r in rows):
+            rows = []  # nothing scored, for the case's one reason: one row says it
+        title = "\n".join(f"[bold]{escape(line)}[/]" for line in wrap_name(label, layout.name))
+        add(
+            title,
+            "",
+            "",
+            _status_cell(case.final_eval_status, layout.wide),
+            case_why,
+            last=not rows,
+        )
+        said = {case_why} if case_why else set()
         for i, row in enumerate(rows):
-            table.add_row(
-                label if i == 0 else "", *_metric_cells(case, row), end_section=i == len(rows) - 1
+            name = "\n".join(
+                escape(line) for line in wrap_name(row.metric_name, layout.name, _INDENT)
             )
+            reason = why(case, row)
+            if reason and reason == case_why:
+                reason = ""  # the case's own reason, written on its row
+            elif reason in said:
+                reason = "as above"
+            elif reason:
+                said.add(reason)
+            last = i == len(rows) - 1
+            if row.metric_name in case.assay.not_applicable:
+                add(f"[dim]{name}[/]", "-", "-", "[dim]n/a[/]", reason, last=last)
+                continue
+            used.add(row.eval_status)
+            status = _status_cell(row.eval_status, layout.wide)
+            add(name, _score_cell(row), format_score(row.threshold), status, reason, last=last)
+    if not layout.wide and used & set(_SHORT):
+        legend = (f"{_SHORT[s]}: {s.name.lower().replace('_', ' ')}" for s in _SHORT if s in used)
+        notes.append(" · ".join(legend))
+    if notes:
+        table.caption = escape(" — ".join(notes))
     return table
 
 
 def judges_line(result: EvalSetResult) -> str | None:
-    """Which judge scored which metrics, one group per judge
-    (``judge local: (embedded): final_response_match_v2, safety_v1``), and the metrics that had
-    none; None when no metric asked a judge."""
+    """Which judge scored which metrics, one group per judge, named as
+    :func:`~assay.llm.selection.describe_judge` names it (``judge embedded
+    Qwen2.5-Coder-1.5B-Instruct Q4_K_M (no --judge-model, no ASSAY_JUDGE_MODEL, no Gemini
+    credentials): final_response_match_v2, safety_v1``), and the metrics that had none; None
+    when no metric asked a judge."""
     if result.assay is None or not result.assay.judges:
         return None
     groups: dict[str, list[str]] = {}
     for metric, info in result.assay.judges.items():
-        if info.model is not None:
-            key = f"judge [bold]{escape(info.model)}[/] ({escape(info.source or '')})"
+        described = info.describe()
+        if described is not None:
+            key = f"judge [bold]{escape(described)}[/]"
         else:
             key = "[yellow]no judge[/]"
         groups.setdefault(key, []).append(escape(metric))
@@ -229,7 +302,6 @@ def detail_table(case: EvalCaseResult) -> Table:
         verdicts = "\n".join(
             f"{escape(m.metric_name)}: {status_text(m.eval_status)} {format_score(m.score)}"
             for m in row.eval_metric_results
-            if _shown(m)
         )
         table.add_row(
             escape(content_text(actual.user_content)),
@@ -257,7 +329,7 @@ def print_results(
         if 0 < max_cases < total:
             console.print(metrics_table(result))
         if listed_cases(result, max_cases) or not total:
-            console.print(results_table(result, max_cases))
+            console.print(results_table(result, max_cases, console.width))
         else:  # a large set whose every case passed: nothing to list
             console.print(f"all {total:,} cases passed (--max-cases 0 lists every case)")
         judges = judges_line(result)

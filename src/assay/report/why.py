@@ -1,0 +1,205 @@
+"""One line on why a metric did not pass a case, read from what a results file holds.
+
+Nothing here is stored: the line is made from the invocations (expected and actual tool calls),
+the per-invocation verdicts and the judges' notes, so it reads the same for a results file
+written today and one written before this module existed. NOT_EVALUATED has its reason
+recorded (``assay.metric_reasons``, or the case's own reason); FAILED gets, by metric:
+
+* the tool trajectory: the first expected call that was not made (or the unexpected call, or
+  the order), in the first turn that failed;
+* ``response_match_score``: that turn's word overlap against the threshold;
+* a judged metric: the judge's verdict in that turn, with its rationale when it gave one (the
+  embedded judge gives labels only), or the sentence a fact-check did not find support for;
+* anything else: the score against the threshold.
+
+An informational metric with no value (an agent that reports no token usage) says why too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from assay.evalset.invocation import Invocation
+from assay.metrics.base import EvalStatus
+from assay.metrics.efficiency import NO_VALUE_REASONS
+from assay.metrics.notes import InvocationNotes, MetricNotes
+from assay.results.model import EvalCaseResult, EvalMetricResult
+
+MAX_LENGTH = 160
+"""Characters of a FAILED row's why (the rest is cut with an ellipsis; a recorded reason for
+NOT_EVALUATED is kept whole, as it may say what to install or fix)."""
+
+_GOOD_LABELS = {"supported", "not_applicable"}
+
+
+def why(case: EvalCaseResult, row: EvalMetricResult) -> str:
+    """Why the case's overall ``row`` for one metric is FAILED or NOT_EVALUATED ("" when it is
+    neither, or when nothing more than its score can be said)."""
+    if row.eval_status is EvalStatus.NOT_EVALUATED:  # whole: it may say what to install
+        reason = case.assay.metric_reasons.get(row.metric_name) or case.assay.reason or ""
+        return " ".join(reason.split())
+    if row.eval_status is EvalStatus.INFORMATIONAL and row.score is None:
+        return NO_VALUE_REASONS.get(row.metric_name, "")
+    if row.eval_status is not EvalStatus.FAILED:
+        return ""
+    failing = _failing_turns(case, row.metric_name)
+    if row.metric_name == "tool_trajectory_avg_score":
+        text = _trajectory(
+            case, failing, ignore_args=bool((row.criterion or {}).get("ignore_args"))
+        )
+    elif row.metric_name == "response_match_score":
+        text = _overlap(failing, row.threshold)
+    else:
+        text = _judged(case.assay.metrics.get(row.metric_name), failing)
+    if not text and row.score is not None and row.threshold is not None:
+        text = f"score {row.score:.4f} below the threshold {row.threshold:.4f}"
+    return cut(text)
+
+
+_Turn = tuple[int, EvalMetricResult, Invocation, Invocation | None]
+
+
+def _failing_turns(case: EvalCaseResult, metric: str) -> list[_Turn]:
+    """(turn number from 1, the metric's row, actual, expected) of each turn the metric failed."""
+    turns: list[_Turn] = []
+    for number, row in enumerate(case.eval_metric_result_per_invocation, 1):
+        for result in row.eval_metric_results:
+            if result.metric_name == metric and result.eval_status is EvalStatus.FAILED:
+                turns.append((number, result, row.actual_invocation, row.expected_invocation))
+    return turns
+
+
+def cut(text: str) -> str:
+    """``text`` on one line, at most :data:`MAX_LENGTH` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_LENGTH else text[: MAX_LENGTH - 1].rstrip() + "…"
+
+
+def _call_text(name: str, args: Mapping[str, Any] | None) -> str:
+    """``name(key=value, ...)``, a long value shortened to ``[…]``, ``{…}`` or ``"abc…"``."""
+    shown = ", ".join(f"{key}={_short(value)}" for key, value in (args or {}).items())
+    return f"{name}({shown})"
+
+
+def _short(value: object, limit: int = 24) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    if len(text) <= limit:
+        return text
+    if isinstance(value, list):
+        return "[…]"
+    if isinstance(value, dict):
+        return "{…}"
+    return text[: limit - 2] + "…" + text[-1]
+
+
+def _trajectory(case: EvalCaseResult, failing: Sequence[_Turn], *, ignore_args: bool) -> str:
+    for number, _, actual, expected in failing:
+        if expected is None:
+            continue
+        want = [(c.name or "", None if ignore_args else c.args) for c in expected.tool_calls()]
+        got = [(c.name or "", None if ignore_args else c.args) for c in actual.tool_calls()]
+        left = list(got)
+        missing = []
+        for call in want:
+            if call in left:
+                left.remove(call)
+            else:
+                missing.append(call)
+        turn = f"turn {number}: " if len(case.eval_metric_result_per_invocation) > 1 else ""
+        if missing:
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            return f"{turn}expected call not made: {_call_text(*missing[0])}{more}"
+        if left:
+            return f"{turn}unexpected call: {_call_text(*left[0])}"
+        order = ", ".join(name for name, _ in want)
+        made = ", ".join(name for name, _ in got)
+        return f"{turn}calls out of order: expected {order}; got {made}"
+    return ""
+
+
+def _overlap(failing: Sequence[_Turn], threshold: float | None) -> str:
+    for number, result, _, _ in failing:
+        if result.score is not None and threshold is not None:
+            return (
+                f"turn {number}: the answer shares too few words with the expected one "
+                f"(ROUGE-1 {result.score:.2f}, needs {threshold:.2f})"
+            )
+    return ""
+
+
+def _judged(notes: MetricNotes | None, failing: Sequence[_Turn]) -> str:
+    if notes is None:
+        return ""
+    for number, _, actual, _ in failing:
+        found = _notes_for(notes, number - 1, actual)
+        if found is None:
+            continue
+        line = _unsupported_sentence(found) or _verdict(found)
+        if line:
+            return f"turn {number}: {line}"
+    return ""
+
+
+def _notes_for(notes: MetricNotes, index: int, actual: Invocation) -> InvocationNotes | None:
+    for entry in notes.per_invocation:
+        if actual.invocation_id and entry.invocation_id == actual.invocation_id:
+            return entry
+    return notes.per_invocation[index] if index < len(notes.per_invocation) else None
+
+
+def _unsupported_sentence(notes: InvocationNotes) -> str:
+    """A fact-check's first sentence labelled anything but supported or not applicable."""
+    for step in (notes.details or {}).get("steps") or []:
+        for sentence in step.get("sentences") or []:
+            label = sentence.get("label")
+            if label and label not in _GOOD_LABELS:
+                rationale = sentence.get("rationale") or ""
+                tail = f": {rationale}" if rationale else ""
+                return f'"{sentence.get("sentence", "")}" is {label}{tail}'
+    return ""
+
+
+def _verdict(notes: InvocationNotes) -> str:
+    """The judge's failing verdicts in a turn and the first rationale it gave."""
+    verdicts = []
+    rationale = ""
+    for sample in notes.samples:
+        if sample.score is None or sample.score >= 1.0 or not sample.verdict:
+            continue
+        if sample.verdict not in verdicts:
+            verdicts.append(sample.verdict)
+        rationale = rationale or _rationale(sample.text)
+    for rubric in (notes.details or {}).get("rubrics") or []:
+        if rubric.get("verdict") == "no":
+            rationale = rationale or str(rubric.get("rationale") or "")
+    if not verdicts:
+        return ""
+    said = f"judge said {'; '.join(verdicts)}"
+    return f"{said} ({rationale})" if rationale else said
+
+
+def _rationale(text: str | None) -> str:
+    """The reasoning a judge wrote in its JSON answer, if any (the first non-empty one)."""
+    try:
+        answer = json.loads(text or "")
+    except ValueError:
+        return ""
+    found: list[str] = []
+
+    def visit(value: object) -> None:
+        if isinstance(value, dict):
+            for key in ("reasoning", "rationale", "explanation"):
+                text = value.get(key)
+                passed = value.get("verdict") in {"yes", "safe", "valid"}
+                if isinstance(text, str) and text.strip() and not passed:
+                    found.append(text.strip())
+            for inner in value.values():
+                visit(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                visit(inner)
+
+    visit(answer)
+    return found[0] if found else ""
