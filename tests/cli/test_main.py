@@ -580,12 +580,13 @@ def test_an_assay_bug_is_an_internal_error_with_exit_3(
 
 
 def test_a_local_judge_that_cannot_load_leaves_judged_metrics_not_evaluated_and_scores_the_rest(
-    run_cli: RunCli, example: Example, tmp_path: Path
+    run_cli: RunCli, example: Example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if importlib.util.find_spec("xllamacpp") is None:
         pytest.skip("needs the embedded judge's runtime (xllamacpp)")
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + bytes(4096))
+    monkeypatch.setenv("ASSAY_MODEL_DIR", str(tmp_path / "models"))  # its sha256 stamp
     results = tmp_path / "results.json"
     run = run_cli(
         "eval", example.evalset, "--traces", example.traces, "--judge-model", f"local:{broken}",
