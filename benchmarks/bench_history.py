@@ -77,10 +77,11 @@ from assay.config import EvalConfig
 from assay.evalset.io import load_eval_set
 from assay.history.store import HistoryStore
 from assay.metrics.registry import default_registry
+from assay.results.captured import CapturedRows
 from assay.results.model import EvalCaseResult
 from assay.results.traces import Traces, load_traces
 from assay.runner.evaluate import EvalSetJob, configured_metrics, evaluate
-from assay.runner.scoring import CapturedRows, score_case
+from assay.runner.scoring import score_case
 
 CRITERIA = {
     "tool_trajectory_avg_score": {"threshold": 1.0, "match_type": "IN_ORDER"},

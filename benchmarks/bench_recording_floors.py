@@ -88,10 +88,11 @@ from assay.history.compact import _notes
 from assay.history.records import CaseRow, case_tokens
 from assay.history.writer import HistoryWriter
 from assay.metrics.registry import default_registry
+from assay.results.captured import CapturedRows
 from assay.results.model import EvalCaseResult
 from assay.results.traces import Traces, load_traces
 from assay.runner.evaluate import EvalSetJob, configured_metrics, evaluate
-from assay.runner.scoring import CapturedRows, score_case
+from assay.runner.scoring import score_case
 
 Record = Callable[[EvalCaseResult], None]
 """One way of recording a scored case (its rows captured under ``id(result)``)."""

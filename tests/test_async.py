@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from assay._async import run_sync
+import asyncio
+import inspect
+
+import pytest
+
+from assay._async import run_sync, sync_of
 
 
 class _Counted:
@@ -34,3 +39,35 @@ def test_run_sync_raises_what_the_coroutine_raises() -> None:
         assert exc.args == ("no",)
     else:
         raise AssertionError("no error")
+
+
+async def _scaled(value: int, *, factor: int = 2, note: str | None = None) -> list[int]:
+    """Multiply, asynchronously."""
+    return [value * factor]
+
+
+_scaled_sync = sync_of(_scaled, "_scaled_sync", "``_scaled``, synchronously.")
+
+
+def test_sync_of_runs_the_coroutine_function_with_the_arguments_given() -> None:
+    assert _scaled_sync(3, factor=5) == [15]
+    assert _scaled_sync(3) == [6]
+
+
+def test_sync_of_shows_the_async_functions_parameters_under_its_own_name() -> None:
+    assert inspect.signature(_scaled_sync) == inspect.signature(_scaled)
+    assert (_scaled_sync.__name__, _scaled_sync.__qualname__) == ("_scaled_sync", "_scaled_sync")
+    assert _scaled_sync.__doc__ == "``_scaled``, synchronously."
+    assert _scaled_sync.__module__ == _scaled.__module__
+    assert inspect.isfunction(_scaled_sync) and not inspect.iscoroutinefunction(_scaled_sync)
+
+
+def test_sync_of_inside_a_running_loop_says_to_await_the_async_function() -> None:
+    async def inside() -> None:
+        with pytest.raises(RuntimeError) as failed:
+            _scaled_sync(1)
+        assert str(failed.value) == (
+            "_scaled_sync() cannot run inside a running event loop; use `await _scaled(...)` there"
+        )
+
+    asyncio.run(inside())

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
-from typing import TypeVar
+import functools
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def run_sync(awaitable: Awaitable[T]) -> T:
@@ -24,3 +26,29 @@ def run_sync(awaitable: Awaitable[T]) -> T:
 
     asyncio.run(main())
     return found[0]
+
+
+def sync_of(
+    async_function: Callable[P, Coroutine[Any, Any, T]], name: str, doc: str
+) -> Callable[P, T]:
+    """The synchronous form of ``async_function``, named ``name`` and documented by ``doc``.
+
+    It takes the same parameters, which its signature shows (``help()``, IDEs and type checkers
+    read them from ``async_function``), and runs it with :func:`run_sync`; inside a running event
+    loop, where that cannot work, it raises a RuntimeError saying to await ``async_function``.
+    """
+
+    @functools.wraps(async_function)
+    def sync(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return run_sync(async_function(*args, **kwargs))
+        raise RuntimeError(
+            f"{name}() cannot run inside a running event loop; "
+            f"use `await {async_function.__name__}(...)` there"
+        )
+
+    sync.__name__ = sync.__qualname__ = name
+    sync.__doc__ = doc
+    return sync

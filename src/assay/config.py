@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     SerializeAsAny,
     TypeAdapter,
@@ -25,7 +23,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
 
 from assay._files import load_data, type_name
 from assay.errors import (
@@ -36,23 +33,14 @@ from assay.errors import (
     problems_from_validation,
     short_value,
 )
+from assay.evalset._base import AssayModel
 from assay.evalset.rubric import Rubric
-from assay.simulation.config import UserSimulatorConfig
+from assay.simulator_config import UserSimulatorConfig
 
 DEFAULT_JUDGE_MODEL = "gemini-2.5-flash"
 
 
-class _ConfigModel(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-        extra="forbid",
-        loc_by_alias=False,
-    )
-
-
-class JudgeModelOptions(_ConfigModel):
+class JudgeModelOptions(AssayModel):
     """Which LLM judges a metric, with what settings, how many times per invocation."""
 
     judge_model: str = DEFAULT_JUDGE_MODEL
@@ -69,7 +57,7 @@ class MatchType(enum.Enum):
     ANY_ORDER = 2
 
 
-class BaseCriterion(_ConfigModel):
+class BaseCriterion(AssayModel):
     """A threshold: a metric passes when its score is ``>=`` it."""
 
     threshold: float
@@ -163,14 +151,14 @@ DEFAULT_CRITERIA: Mapping[str, float] = {
 }
 
 
-class CodeConfig(_ConfigModel):
+class CodeConfig(AssayModel):
     """Where a custom metric's function lives (``package.module.function``)."""
 
     name: str
     args: list[Any] | None = None
 
 
-class CustomMetricConfig(_ConfigModel):
+class CustomMetricConfig(AssayModel):
     """A custom metric declared in the config."""
 
     code_config: CodeConfig
@@ -233,7 +221,7 @@ def _declared_custom_names(data: Mapping[str, Any]) -> list[str]:
     return [str(name) for name in raw] if isinstance(raw, dict) else []
 
 
-class EvalConfig(_ConfigModel):
+class EvalConfig(AssayModel):
     """What to score: ``criteria`` (metric name -> threshold or criterion) and related settings."""
 
     criteria: dict[str, SerializeAsAny[BaseCriterion]] = Field(default_factory=dict)

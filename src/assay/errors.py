@@ -3,10 +3,11 @@
 ::
 
     AssayError                      anything assay reports to a user instead of a traceback
-     └── InputError                 a file could not be used; carries every Problem found
-          ├── EvalSetError          an eval set (.evalset.json, .test.json, YAML, JSONL)
-          ├── ConfigError           an EvalConfig / test_config.json
-          └── TracesError           a traces or .evalset_result.json file
+     ├── InputError                 a file could not be used; carries every Problem found
+     │    ├── EvalSetError          an eval set (.evalset.json, .test.json, YAML, JSONL)
+     │    ├── ConfigError           an EvalConfig / test_config.json
+     │    └── TracesError           a traces or .evalset_result.json file
+     └── UserSimulatorError         a user simulator cannot be set up or used as configured
 
 A :class:`Problem` names the file, the JSON path inside it (``eval_cases[3].conversation[0]``)
 and what was expected, so every message can be acted on without reading a stack trace. An
@@ -67,6 +68,14 @@ class ConfigError(InputError):
 
 class TracesError(InputError):
     """A traces or results file is missing, malformed or holds invalid invocations."""
+
+
+class UserSimulatorError(AssayError):
+    """A simulator cannot be set up or used as configured: an unknown persona id, custom
+    instructions that cannot be rendered, a scenario without an LLM to play the user.
+
+    Here, not in :mod:`assay.simulation`, because the simulator's settings are checked where the
+    config is read (:mod:`assay.simulator_config`), below the simulators."""
 
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")

@@ -5,12 +5,19 @@ from __future__ import annotations
 import asyncio
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from assay.agents.base import Agent, CaseContext
 from assay.agents.python import AgentLoadError
-from assay.agents.spec import find_root_agent, is_adk_agent, resolve_agent
+from assay.agents.spec import (
+    agent_factory,
+    find_root_agent,
+    is_adk_agent,
+    is_case_factory,
+    resolve_agent,
+)
 from assay.evalset.case import EvalCase
 from assay.evalset.content import Content, Part
 
@@ -170,3 +177,56 @@ def test_an_agent_object_serving_every_case_is_not_closed_after_each_and_a_probe
     assert len(module.CLOSED) == 1  # the agent made to check the factory was closed
     made = fresh(CaseContext(case=CASE))
     assert isinstance(made, Agent) and made is not module.CLOSED[0]
+
+
+# --- agent_factory: whatever an agent argument is ---------------------------------------------
+
+
+def _function_agent(message: str, session: object) -> str:
+    return f"echo {message}"
+
+
+class _Made:
+    """A class making a function agent's answers (a class is called once per case)."""
+
+    name = "made"
+
+    def __call__(self, message: str, session: object) -> str:
+        return "made"
+
+
+def _case_factory(context: CaseContext) -> Agent:
+    raise NotImplementedError("never called here")
+
+
+def test_a_case_factory_is_a_callable_taking_exactly_one_positional_argument() -> None:
+    assert is_case_factory(_case_factory)
+    assert is_case_factory(lambda context, *, extra=1: None)
+    assert not is_case_factory(_function_agent)  # (message, session)
+    assert not is_case_factory(_Made)  # a class: called with nothing
+    assert not is_case_factory(lambda *args: None)  # binds two as well
+    assert not is_case_factory("module:attr")
+
+
+def test_agent_factory_takes_a_case_factory_as_it_is_and_wraps_the_rest() -> None:
+    assert agent_factory(_case_factory) is _case_factory
+    assert _answer(_agent_of(agent_factory(_function_agent))) == "echo hi"
+    assert _answer(_agent_of(agent_factory(_Made))) == "made"
+
+
+def test_agent_factory_resolves_a_spec_string(tmp_path: Path) -> None:
+    (tmp_path / "agents_here.py").write_text("def agent(message, session):\n    return 'ok'\n")
+
+    assert _answer(_agent_of(agent_factory(f"{tmp_path / 'agents_here.py'}:agent"))) == "ok"
+
+
+def test_agent_factory_is_what_assay_testing_offers() -> None:
+    import assay.testing
+
+    assert assay.testing.agent_factory is agent_factory
+
+
+def _agent_of(factory: Any) -> Agent:
+    made = factory(CaseContext(case=CASE))
+    assert isinstance(made, Agent)
+    return made

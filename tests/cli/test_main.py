@@ -142,6 +142,29 @@ def test_an_explicit_config_overrides_the_test_config_beside_the_eval_set(
     assert "3 passed, 1 failed, 1 not evaluated" in run.out
 
 
+def test_a_missing_explicit_config_is_an_input_error_not_the_defaults(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    # adk eval falls back to its default criteria when --config_file_path does not exist
+    missing = tmp_path / "strict.json"
+
+    run = run_cli("eval", example.evalset, "--config", missing, "--traces", example.traces)
+
+    assert_input_error(run, f"{missing}: file not found")
+
+
+def test_a_broken_test_config_shared_by_two_eval_sets_is_reported_once(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    first = Path(shutil.copy(example.evalset, tmp_path / "one.evalset.json"))
+    second = Path(shutil.copy(example.evalset, tmp_path / "two.evalset.json"))
+    config = write(tmp_path / "test_config.json", {"criteria": {"zzz": 1}})
+
+    run = run_cli("eval", first, second, "--traces", example.traces)
+
+    assert_input_error(run, f"{config}: criteria.zzz: unknown metric")
+
+
 def test_without_a_config_beside_the_eval_set_adks_default_criteria_are_used(
     run_cli: RunCli, example: Example, tmp_path: Path
 ) -> None:

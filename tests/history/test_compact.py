@@ -18,6 +18,7 @@ from assay.history.compact import (
     may_need_inputs,
 )
 from assay.metrics.base import EvalStatus
+from assay.results.captured import CapturedRows
 from assay.results.model import (
     CaseNotes,
     EvalCaseResult,
@@ -27,7 +28,6 @@ from assay.results.model import (
 )
 from assay.results.traces import Traces, load_traces
 from assay.runner.evaluate import EvalSetJob, evaluate_sync
-from assay.runner.scoring import CapturedRows
 
 
 def _example_run(example: Example) -> tuple[Inputs, list[EvalCaseResult]]:

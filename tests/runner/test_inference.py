@@ -10,16 +10,11 @@ from typing import Any
 import pytest
 
 from assay.agents import AgentTurn, FunctionAgent, Session, TurnResult
+from assay.agents.mock_tools import recorded_tools
 from assay.evalset.case import EvalCase
 from assay.evalset.content import Content, Part
 from assay.evalset.invocation import Invocation
-from assay.runner.inference import (
-    CaseInference,
-    InferenceSettings,
-    infer_case,
-    recorded_tools,
-    run_inference,
-)
+from assay.runner.inference import CaseInference, InferenceSettings, infer_case, run_inference
 
 
 @dataclass

@@ -21,10 +21,10 @@ from assay.llm.base import LlmBackend, LlmRequest, LlmResponse, TokenUsage
 from assay.llm.models import DEFAULT_MODEL
 from assay.llm.selection import JudgePool
 from assay.report.console import judges_line
+from assay.results.captured import Captures
 from assay.results.model import EvalSetResult, JudgeInfo
 from assay.results.traces import load_traces
 from assay.runner.evaluate import EvalSetJob, _judge_infos, _RecordingProvider, evaluate
-from assay.runner.scoring import Captures
 
 EMBEDDED = "local:qwen2.5-coder-1.5b"
 DESCRIPTION = (

@@ -34,7 +34,6 @@ import email.utils
 import json
 import logging
 import re
-import socket
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,6 +67,7 @@ from assay.agents.python import AgentLoadError
 from assay.evalset._base import AssayModel
 from assay.evalset.content import Content
 from assay.evalset.invocation import AppDetails, Invocation, InvocationEvent
+from assay.llm.connection import connect_reason
 from assay.llm.redact import redact
 
 logger = logging.getLogger(__name__)
@@ -278,20 +278,6 @@ def _retry_after(value: str | None) -> float | None:
     return min(max(seconds, 0.0), MAX_RETRY_AFTER_S) if seconds == seconds else None
 
 
-def _connect_reason(error: BaseException) -> str:
-    """Why a connection failed, in a few words, from the innermost cause httpx wraps."""
-    cause: BaseException | None = error
-    for _ in range(8):
-        if cause is None:
-            break
-        if isinstance(cause, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(cause, socket.gaierror):
-            return "host not found"
-        cause = cause.__cause__ or cause.__context__
-    return str(error) or type(error).__name__
-
-
 def _excerpt(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS] + "..."
@@ -467,7 +453,7 @@ class HttpAgent:
         try:
             response = await self._client.post(url, content=body)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            reason = _connect_reason(exc)
+            reason = connect_reason(exc)
             raise _Retryable(self._redact(f"cannot connect to {url}: {reason}")) from None
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
             raise _Retryable(self._redact(f"{url} dropped the connection: {exc}")) from None

@@ -40,6 +40,7 @@ from tenacity.wait import wait_random_exponential
 
 from assay.agents.base import AgentError, AgentFactory, AgentTurn, CaseContext, Session, ToolRunner
 from assay.agents.declarations import declarations_from_calls, openai_tools
+from assay.agents.mock_tools import mock_tool_runner
 from assay.agents.python import AgentLoadError
 from assay.evalset.case import EvalCase
 from assay.evalset.content import Content, FunctionCall, FunctionResponse, Part, content_text
@@ -53,7 +54,6 @@ from assay.evalset.invocation import (
 from assay.llm.backends.openai_compat import OPENAI_BASE_URL, OpenAICompatBackend, message_text
 from assay.llm.base import LlmError
 from assay.llm.redact import redact
-from assay.runner.inference import mock_tool_runner
 
 logger = logging.getLogger(__name__)
 

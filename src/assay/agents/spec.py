@@ -1,4 +1,5 @@
-"""``--agent SPEC``: which kind of agent a spec names, and the factory that makes it.
+"""What an agent argument is, and the factory that makes it: an ``--agent SPEC`` string, or an
+object (:func:`agent_factory` answers for every kind).
 
 * ``http://...`` or ``https://...``: an agent behind HTTP (:mod:`assay.agents.http`);
 * ``openai:MODEL`` or ``ollama:MODEL``: a tool-calling model as the agent, given the eval set's
@@ -10,6 +11,10 @@
   ``root_agent`` (directly or in its ``agent`` submodule), as ``adk eval`` loads it; an ADK
   ``App`` named ``app`` beside it takes part (its plugins), and a ``reset_data()`` beside it
   runs before each conversation, as ADK's ``AgentEvaluator`` runs it.
+
+An object is an :class:`~assay.agents.base.Agent`, a Python function ``(message, session)``, an
+ADK agent, a class or ``assay_factory`` callable making one of these, or an agent factory (a
+callable taking one :class:`~assay.agents.base.CaseContext`).
 
 A spec is checked when it is resolved, so a typo is reported once, before any case runs.
 """
@@ -31,6 +36,10 @@ from assay.evalset.content import Content
 from assay.evalset.invocation import AppDetails
 
 MODEL_PREFIXES = ("openai:", "ollama:")
+
+AgentLike = Any
+"""A spec string, an :class:`~assay.agents.base.Agent`, a Python function agent, an ADK agent,
+or an :data:`~assay.agents.base.AgentFactory` (see the module docstring)."""
 
 
 def is_adk_agent(target: Any) -> bool:
@@ -207,3 +216,42 @@ def resolve_agent(spec: str, *, env: Mapping[str, str] | None = None) -> AgentFa
             module.root_agent, source=spec, app=app, reset=reset if callable(reset) else None
         )
     return factory_for(module.root_agent, spec)
+
+
+def _binds(signature: inspect.Signature, count: int) -> bool:
+    try:
+        signature.bind(*([None] * count))
+    except TypeError:
+        return False
+    return True
+
+
+def is_case_factory(target: Any) -> bool:
+    """Whether ``target`` is an agent factory: a callable taking exactly one positional argument
+    (the :class:`~assay.agents.base.CaseContext`). Python function agents take two (the message
+    and the session); classes and ``assay_factory`` callables take none."""
+    if inspect.isclass(target) or is_adk_agent(target) or getattr(target, "assay_factory", False):
+        return False
+    if isinstance(target, Agent) or not callable(target):
+        return False
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):
+        return False
+    return _binds(signature, 1) and not _binds(signature, 2)
+
+
+def _describe(target: Any) -> str:
+    name = getattr(target, "__qualname__", None) or getattr(target, "name", None)
+    return str(name or type(target).__name__)
+
+
+def agent_factory(agent: AgentLike, *, env: Mapping[str, str] | None = None) -> AgentFactory:
+    """The factory that makes a fresh agent per case and run from whatever ``agent`` is (see the
+    module docstring); raises :class:`~assay.agents.python.AgentLoadError` when it cannot."""
+    if isinstance(agent, str):
+        return resolve_agent(agent, env=env)
+    if is_case_factory(agent):
+        factory: AgentFactory = agent
+        return factory
+    return factory_for(agent, _describe(agent))

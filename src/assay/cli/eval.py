@@ -23,9 +23,7 @@ from assay.agents.spec import resolve_agent
 from assay.cli.history import max_cases_option
 from assay.cli.output import EXIT_FAILED, EXIT_OK, make_console
 from assay.cli.recording import recorded, run_spec, unrecordable
-from assay.config import EvalConfig, default_config, load_config
 from assay.errors import InputError
-from assay.evalset.io import load_eval_set
 from assay.metrics.base import EvalStatus
 from assay.report.console import print_results
 from assay.report.progress import HEARTBEAT_S, RunProgress
@@ -34,38 +32,7 @@ from assay.results.traces import Traces, load_traces
 from assay.runner.agent_run import AgentSettings, recorded_inference, write_traces
 from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate_sync, summarize
 from assay.runner.inference import CaseInference, InferenceSettings
-
-
-def _jobs(eval_sets: Sequence[str], config_path: str | None) -> list[EvalSetJob]:
-    jobs: list[EvalSetJob] = []
-    problems = []
-    explicit: EvalConfig | None = None
-    if config_path:
-        try:
-            explicit = load_config(config_path)
-        except InputError as exc:
-            problems.extend(exc.problems)
-    for path in eval_sets:
-        try:
-            loaded = load_eval_set(path)
-        except InputError as exc:
-            problems.extend(exc.problems)
-            continue
-        if config_path:  # given, but invalid: reported above, never replaced by another
-            if explicit is not None:
-                jobs.append(EvalSetJob(loaded, explicit, config_path))
-        elif loaded.config_beside is not None:
-            try:
-                jobs.append(
-                    EvalSetJob(loaded, load_config(loaded.config_beside), str(loaded.config_beside))
-                )
-            except InputError as exc:
-                problems.extend(exc.problems)
-        else:
-            jobs.append(EvalSetJob(loaded, default_config(), "defaults"))
-    if problems:
-        raise InputError(problems)
-    return jobs
+from assay.runner.jobs import jobs_for
 
 
 def _write_output(path: Path, results: Sequence[EvalSetResult]) -> None:
@@ -105,7 +72,7 @@ def _load_inputs(
     traces = Traces()
     with collections_paused():  # millions of objects and no garbage: see _collector.py
         try:
-            jobs = _jobs(eval_sets, config_path)
+            jobs = jobs_for(eval_sets, config_path or None)
         except InputError as exc:
             problems.extend(exc.problems)
         try:

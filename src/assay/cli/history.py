@@ -20,7 +20,7 @@ from assay.history.records import RunInfo, default_history_path
 from assay.history.sources import results_for
 from assay.history.store import HistoryStore
 from assay.report.console import MAX_CASES, MAX_CASES_HELP, print_results
-from assay.runner.evaluate import summarize
+from assay.results.model import summarize
 
 _HISTORY_FILE_HELP = "The run history (default: $ASSAY_HISTORY, else .assay/history.sqlite)."
 

@@ -34,10 +34,10 @@ from assay.history.records import (
 )
 from assay.history.store import CaseKey, HistoryStore
 from assay.history.writer import HistoryWriter
+from assay.results.captured import Captures
 from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.results.traces import Traces
 from assay.runner.evaluate import EvalSetJob
-from assay.runner.scoring import Captures
 
 
 def _warn(message: str) -> None:

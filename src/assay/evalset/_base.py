@@ -1,4 +1,4 @@
-"""The base model every eval-set type shares: ADK's JSON conventions.
+"""The base model every eval-set, config and result type shares: ADK's JSON conventions.
 
 Keys are accepted in snake_case and camelCase; unknown keys are rejected; output is snake_case
 (``model_dump`` without ``by_alias``), which is what ADK writes to disk.

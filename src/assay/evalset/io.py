@@ -60,9 +60,17 @@ class LoadedEvalSet:
 
     @property
     def config_beside(self) -> Path | None:
-        """``test_config.json`` in the same folder, if there is one."""
-        candidate = self.path.parent / CONFIG_FILE
-        return candidate if candidate.is_file() else None
+        """``test_config.json`` in the same folder, if there is one (:func:`config_beside`)."""
+        return config_beside(self.path)
+
+
+def config_beside(eval_set_file: Path) -> Path | None:
+    """ADK's ``test_config.json`` in the eval set file's folder, if there is one; None too for an
+    eval set that was not read from a file (its path is ``<eval_set_id>``)."""
+    if eval_set_file.name.startswith("<"):
+        return None
+    candidate = eval_set_file.parent / CONFIG_FILE
+    return candidate if candidate.is_file() else None
 
 
 def _validate(

@@ -47,6 +47,7 @@ from pydantic import TypeAdapter
 
 from assay.evalset.case import EvalSet
 from assay.evalset.invocation import Invocation
+from assay.results.captured import CapturedRows, Head, RowValues, set_details
 from assay.results.model import (
     CaseNotes,
     EvalCaseResult,
@@ -55,7 +56,6 @@ from assay.results.model import (
     EvalMetricResultPerInvocation,
 )
 from assay.results.traces import Traces
-from assay.runner.scoring import CapturedRows, Head, RowValues, set_details
 
 RECORD_VERSION = 2
 

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from assay.errors import AssayError
 from assay.llm.cache import ResponseCache
-from assay.results.model import EvalCaseResult, EvalSetResult
+from assay.results.model import SIMULATOR, EvalCaseResult, EvalSetResult
 
 HISTORY_FILE = "history.sqlite"
 
@@ -116,8 +116,6 @@ def run_judges(results: Sequence[EvalSetResult]) -> list[str]:
     """The run's judges in words, each once (:meth:`~assay.results.model.JudgeInfo.describe`:
     ``openai:gpt-4o-mini (from --judge-model)``), the simulated user's model marked as such
     (``simulated user: ...``); sorted."""
-    from assay.runner.agent_run import SIMULATOR  # the key naming the simulated user's model
-
     found: set[str] = set()
     for result in results:
         if result.assay is None:

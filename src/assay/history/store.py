@@ -67,7 +67,7 @@ from assay.history.records import (
     run_judges,
 )
 from assay.metrics.base import EvalStatus
-from assay.results.model import EvalCaseResult, EvalSetResult, SetNotes
+from assay.results.model import EvalCaseResult, EvalSetResult, SetNotes, summarize
 
 SCHEMA_VERSION = 2
 LATEST = "latest"
@@ -551,8 +551,6 @@ def _prefix(ref: str) -> str:
 
 def _unfinished_sets(info: RunInfo, cases: Mapping[CaseKey, EvalCaseResult]) -> list[EvalSetResult]:
     """Set results for case results no finished set lists (a run that did not finish)."""
-    from assay.runner.evaluate import summarize
-
     by_set: dict[str, list[EvalCaseResult]] = {}
     for (set_id, _, _), case in cases.items():
         by_set.setdefault(set_id, []).append(case)

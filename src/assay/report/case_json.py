@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from markupsafe import Markup
 
-if TYPE_CHECKING:
-    from assay.report.html import CallRow, Case, Judged, Turn, UsageRow
-
+from assay.report.rows import CallRow, Case, Judged, Turn, UsageRow
 
 _SCRIPT_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
 

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
 
 from assay._version import __version__
 from assay.evalset.content import content_text
@@ -37,6 +36,16 @@ from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
 from assay.metrics.notes import InvocationNotes, MetricNotes
 from assay.report.case_json import case_body, json_for_script
+from assay.report.rows import (
+    CallRow,
+    Case,
+    Judged,
+    JudgedInvocation,
+    MetricRow,
+    Sample,
+    Turn,
+    UsageRow,
+)
 from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult, JudgeInfo
 
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -95,108 +104,6 @@ class Summary:
     metrics: list[MetricSummary]
     judges: list[tuple[str, str]]
     usage: list[UsageRow]
-
-
-@dataclass(frozen=True)
-class UsageRow:
-    """Token usage of one LLM user (a judged metric, the simulator, the agent)."""
-
-    who: str
-    calls: str
-    prompt_tokens: str
-    completion_tokens: str
-    cached: str
-
-
-@dataclass(frozen=True)
-class MetricRow:
-    """A case's verdict on one metric."""
-
-    name: str
-    score: str
-    threshold: str
-    status: str
-    note: str
-
-
-@dataclass(frozen=True)
-class CallRow:
-    """One position of the trajectory: actual and expected call, and whether they agree."""
-
-    actual: str | None
-    expected: str | None
-    match: bool
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One invocation: the user's message, the agent's steps and answer, the verdicts on it."""
-
-    number: int
-    invocation_id: str
-    user: str
-    agent: str
-    expected: str | None
-    steps: list[str]
-    calls: list[CallRow]
-    has_expected: bool
-    verdicts: list[MetricRow]
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One judge call."""
-
-    sample: int
-    score: str
-    verdict: str
-    text: str
-    problem: str
-    cached: bool
-
-
-@dataclass(frozen=True)
-class JudgedInvocation:
-    """A judged metric's record of one invocation."""
-
-    invocation_id: str
-    reason: str
-    samples: list[Sample]
-    rubrics: list[dict[str, Any]]
-    sentences: list[dict[str, Any]]
-    votes: str
-
-
-@dataclass(frozen=True)
-class Judged:
-    """A judged metric's record of one case."""
-
-    metric: str
-    judge: str
-    invocations: list[JudgedInvocation]
-
-
-@dataclass(frozen=True)
-class Case:
-    """Everything the page shows of one case."""
-
-    key: str
-    eval_set_id: str
-    eval_id: str
-    run: int
-    status: str
-    reason: str
-    duration: str
-    search: str
-    metrics: list[MetricRow]
-    turns: list[Turn]
-    judged: list[Judged]
-    usage: list[UsageRow]
-
-    @property
-    def data(self) -> Markup:
-        """The body as JSON for the page's ``<script type="application/json">`` block."""
-        return json_for_script(case_body(self))
 
 
 @dataclass
@@ -527,7 +434,7 @@ def _cases(results: Sequence[EvalSetResult], bodies: _Bodies) -> Iterator[Case]:
     every = (case for result in results for case in result.eval_case_results)
     for n, result in enumerate(every):
         case = _case(f"c{n}", result)
-        bodies.lines.append(case.data)
+        bodies.lines.append(json_for_script(case_body(case)))
         yield case
 
 

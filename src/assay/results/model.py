@@ -8,6 +8,7 @@ there).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import Field
@@ -107,6 +108,23 @@ class RunSummary(AssayModel):
     def total(self) -> int:
         """All cases."""
         return self.passed + self.failed + self.not_evaluated
+
+
+def summarize(results: Sequence[EvalCaseResult]) -> RunSummary:
+    """Count passed, failed and not-evaluated cases."""
+    statuses = [r.final_eval_status for r in results]
+    return RunSummary(
+        passed=statuses.count(EvalStatus.PASSED),
+        failed=statuses.count(EvalStatus.FAILED),
+        not_evaluated=len(statuses)
+        - statuses.count(EvalStatus.PASSED)
+        - statuses.count(EvalStatus.FAILED),
+    )
+
+
+SIMULATOR = "user_simulator"
+"""The name the simulated user's LLM calls are counted under, beside the judged metrics'
+(in :attr:`SetNotes.judges` and :attr:`SetNotes.usage`)."""
 
 
 class JudgeInfo(AssayModel):

@@ -25,9 +25,6 @@ from assay.runner.inference import (
     run_inference,
 )
 
-SIMULATOR = "user_simulator"
-"""The name the simulated user's LLM calls are counted under, beside the judged metrics'."""
-
 SimulatorFactory = Callable[[CaseContext, Agent], Simulator]
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assay._async import run_sync
+from assay._async import sync_of
 from assay._collector import results_kept_frozen
 from assay._version import __version__
 from assay.config import INFORMATIONAL_METRICS, BaseCriterion, EvalConfig, default_config
@@ -25,13 +25,14 @@ from assay.evalset.case import EvalCase
 from assay.evalset.io import LoadedEvalSet
 from assay.llm.base import TokenUsage
 from assay.llm.judge import Judge
-from assay.metrics.base import EvalStatus
 from assay.metrics.registry import JudgeProvider, MetricRegistry, default_registry
-from assay.results.model import EvalCaseResult, EvalSetResult, JudgeInfo, RunSummary, SetNotes
+from assay.results.captured import Captures
+from assay.results.model import SIMULATOR, EvalCaseResult, EvalSetResult, JudgeInfo, SetNotes
+from assay.results.model import summarize as summarize  # re-exported: callers import it from here
 from assay.results.traces import Traces
-from assay.runner.agent_run import SIMULATOR, AgentSettings, Attempt, SimulatorFactory, infer_set
+from assay.runner.agent_run import AgentSettings, Attempt, SimulatorFactory, infer_set
 from assay.runner.inference import CaseInference
-from assay.runner.scoring import Captures, ConfiguredMetric, score_case
+from assay.runner.scoring import ConfiguredMetric, score_case
 
 if TYPE_CHECKING:
     from assay.llm.selection import JudgeChoice
@@ -133,18 +134,6 @@ def configured_metrics(
         if name not in config.criteria
     ]
     return metrics
-
-
-def summarize(results: Sequence[EvalCaseResult]) -> RunSummary:
-    """Count passed, failed and not-evaluated cases."""
-    statuses = [r.final_eval_status for r in results]
-    return RunSummary(
-        passed=statuses.count(EvalStatus.PASSED),
-        failed=statuses.count(EvalStatus.FAILED),
-        not_evaluated=len(statuses)
-        - statuses.count(EvalStatus.PASSED)
-        - statuses.count(EvalStatus.FAILED),
-    )
 
 
 def _app_name(cases: Sequence[EvalCase]) -> str:
@@ -319,7 +308,7 @@ async def evaluate(
     judge pool this run opens (and closes) itself; by default :class:`JudgeSettings` ``()``.
     Cases in ``done`` are taken as they are (``on_case`` is not called for them). With
     ``captures``, each scored case's rows are captured there for the run history (see
-    :class:`~assay.runner.scoring.CapturedRows`).
+    :class:`~assay.results.captured.CapturedRows`).
     """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
@@ -389,31 +378,4 @@ def _default_simulators(job: EvalSetJob, provider: JudgeProvider | None) -> Simu
     return simulators_for(job.config, provider)
 
 
-def evaluate_sync(
-    jobs: Sequence[EvalSetJob],
-    traces: Traces | None = None,
-    *,
-    agent: AgentSettings | None = None,
-    registry: MetricRegistry | None = None,
-    concurrency: int = 8,
-    on_case: CaseCallback | None = None,
-    on_inference: Callable[[EvalSetJob, list[CaseInference]], None] | None = None,
-    judges: JudgeProvider | JudgeSettings | None = None,
-    done: DoneCases | None = None,
-    captures: Captures | None = None,
-) -> list[EvalSetResult]:
-    """:func:`evaluate` for code that is not async."""
-    return run_sync(
-        evaluate(
-            jobs,
-            traces,
-            agent=agent,
-            registry=registry,
-            concurrency=concurrency,
-            on_case=on_case,
-            on_inference=on_inference,
-            judges=judges,
-            done=done,
-            captures=captures,
-        )
-    )
+evaluate_sync = sync_of(evaluate, "evaluate_sync", ":func:`evaluate` for code that is not async.")

@@ -13,7 +13,6 @@ every other case goes on. ADK aborts the whole run here.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -29,6 +28,7 @@ from assay.agents.base import (
     Session,
     ToolRunner,
 )
+from assay.agents.mock_tools import mock_tool_runner
 from assay.evalset.case import EvalCase
 from assay.evalset.content import Content
 from assay.evalset.invocation import Invocation, InvocationEvents
@@ -93,38 +93,6 @@ class CaseInference:
     retryable: bool = False
     simulator_usage: TokenUsage | None = None
     """What the simulated user's LLM calls cost (None for a replayed conversation)."""
-
-
-def _tool_key(name: str, args: Any) -> str:
-    return json.dumps([name, args], sort_keys=True, default=str)
-
-
-def recorded_tools(case: EvalCase) -> dict[str, Any]:
-    """The tool responses recorded in the case's conversation, by tool name and arguments."""
-    found: dict[str, Any] = {}
-    for invocation in case.conversation or []:
-        responses = invocation.tool_responses()
-        by_id = {r.id: r for r in responses if r.id}
-        for index, call in enumerate(invocation.tool_calls()):
-            response = by_id.get(call.id) if call.id else None
-            if response is None and index < len(responses):
-                response = responses[index]
-            if call.name and response is not None:
-                found.setdefault(_tool_key(call.name, call.args or {}), response.response)
-    return found
-
-
-def mock_tool_runner(case: EvalCase) -> ToolRunner:
-    """Answer tool calls from the case's recorded responses (same name, same arguments)."""
-    recorded = recorded_tools(case)
-
-    async def run(name: str, args: dict[str, Any], function: Callable[..., Any] | None) -> Any:
-        key = _tool_key(name, args)
-        if key in recorded:
-            return recorded[key]
-        return {"error": f"no recorded response for tool {name!r} with arguments {args}"}
-
-    return run
 
 
 def _new_session(case: EvalCase, run: int, tool_runner: ToolRunner | None) -> Session:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -20,6 +20,7 @@ from assay.evalset.invocation import Invocation
 from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus, Metric, MetricResult, not_evaluated
 from assay.metrics.registry import CaseKind
+from assay.results.captured import CapturedRows, Captures, RowValues
 from assay.results.model import (
     CaseNotes,
     EvalCaseResult,
@@ -62,60 +63,6 @@ class ConfiguredMetric:
         if self.applies_to == "scenario" and case.conversation_scenario is None:
             return "not applicable: judges a simulated user; this case is a static conversation"
         return None
-
-
-Head = tuple[str, float | None, dict[str, Any] | None, str | None]
-"""A metric as each of its rows names it: name, threshold, criterion, custom function."""
-RowValues = tuple[float | None, EvalStatus, object, dict[str, Any] | None]
-"""What a metric row is made of: score, status, rubric scores, other details."""
-
-
-@dataclass
-class CapturedRows:
-    """A case's metric rows as scoring made them, kept for the run history to encode
-    (:mod:`assay.history.compact`) without reading thirty cold rows back: per metric, its head,
-    what each row was made of (the case's row first, then each invocation's) and the rows.
-    Capturing only keeps references; the encoder does the rest."""
-
-    heads: list[Head] = field(default_factory=list)
-    values: list[Sequence[RowValues]] = field(default_factory=list)
-    rows: list[Sequence[EvalMetricResult]] = field(default_factory=list)
-    length: int | None = None
-    """How many rows each metric has (-1 when they differ)."""
-
-    def made(
-        self,
-        configured: ConfiguredMetric,
-        values: Sequence[RowValues],
-        rows: Sequence[EvalMetricResult],
-    ) -> None:
-        """One metric's ``rows``, just made of ``values``."""
-        self.heads.append(configured.head)
-        self.values.append(values)
-        self.rows.append(rows)
-        if self.length is None:
-            self.length = len(rows)
-        elif self.length != len(rows):
-            self.length = -1
-
-    def add(self, configured: ConfiguredMetric, rows: Sequence[EvalMetricResult]) -> None:
-        """One metric's ``rows``, read back."""
-        values = [
-            (row.score, row.eval_status, row.details.rubric_scores, set_details(row.details))
-            for row in rows
-        ]
-        self.made(configured, values, rows)
-
-
-Captures = dict[int, CapturedRows]
-"""Captured rows by ``id`` of the case result they belong to."""
-
-
-def set_details(details: EvalMetricResultDetails) -> dict[str, Any] | None:
-    """The fields of ``details`` that are set, or None when none is (as the history stores
-    them)."""
-    found = {key: value for key, value in details.__dict__.items() if value is not None}
-    return found or None
 
 
 def case_status(statuses: Sequence[EvalStatus]) -> EvalStatus:

@@ -23,17 +23,18 @@ from assay.config import (
     LlmAsAJudgeCriterion,
     LlmBackedUserSimulatorCriterion,
 )
+from assay.errors import UserSimulatorError
 from assay.evalset.invocation import Invocation
 from assay.llm.base import LlmRequest, LlmResponse
 from assay.llm.judge import Judge
 from assay.metrics.registry import NO_JUDGE_PROVIDER, JudgeProvider
-from assay.runner.agent_run import SIMULATOR, SimulatorFactory
+from assay.results.model import SIMULATOR
+from assay.runner.agent_run import SimulatorFactory
 from assay.runner.inference import Simulator
 from assay.simulation.base import (
     DEFAULT_STOP_SIGNAL,
     NextUserMessage,
     SimulatorStatus,
-    UserSimulatorError,
 )
 from assay.simulation.factory import simulator_for
 

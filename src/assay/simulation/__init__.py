@@ -1,18 +1,18 @@
 """User simulators: who plays the user's side of a conversation during inference."""
 
+from assay.errors import UserSimulatorError
 from assay.simulation.base import (
     DEFAULT_STOP_SIGNAL,
     NextUserMessage,
     SimulatorStatus,
     UserSimulator,
-    UserSimulatorError,
 )
-from assay.simulation.config import UserSimulatorConfig
 from assay.simulation.factory import simulator_for
 from assay.simulation.history import render_history
 from assay.simulation.llm_backed import LlmBackedUserSimulator
 from assay.simulation.personas import BUILTIN_PERSONAS, resolve_persona
 from assay.simulation.static import StaticUserSimulator
+from assay.simulator_config import UserSimulatorConfig
 
 __all__ = [
     "BUILTIN_PERSONAS",

@@ -17,7 +17,6 @@ from typing import Protocol
 
 from pydantic import model_validator
 
-from assay.errors import AssayError
 from assay.evalset._base import AssayModel
 from assay.evalset.content import Content
 from assay.evalset.invocation import Invocation
@@ -76,8 +75,3 @@ class UserSimulator(Protocol):
         """The next user message, given the invocations completed so far in this conversation
         (each with its user content, its events with their authors, and its final response)."""
         ...
-
-
-class UserSimulatorError(AssayError):
-    """A simulator cannot be set up or used as configured: an unknown persona id, custom
-    instructions that cannot be rendered, a scenario without an LLM to play the user."""

@@ -6,12 +6,13 @@ with a ``conversation_scenario`` gets the LLM-backed simulator.
 
 from __future__ import annotations
 
+from assay.errors import UserSimulatorError
 from assay.evalset.case import EvalCase
 from assay.llm.judge import LlmCaller
-from assay.simulation.base import UserSimulator, UserSimulatorError
-from assay.simulation.config import UserSimulatorConfig
+from assay.simulation.base import UserSimulator
 from assay.simulation.llm_backed import LlmBackedUserSimulator
 from assay.simulation.static import StaticUserSimulator
+from assay.simulator_config import UserSimulatorConfig
 
 
 def simulator_for(
@@ -26,7 +27,7 @@ def simulator_for(
     """The user simulator for one conversation of ``case``.
 
     ``client`` may be None for a static conversation; a scenario without one is a
-    :class:`~assay.simulation.base.UserSimulatorError`, as are the set-up errors of
+    :class:`~assay.errors.UserSimulatorError`, as are the set-up errors of
     :class:`~assay.simulation.llm_backed.LlmBackedUserSimulator` (an unknown persona id, custom
     instructions missing ``{{ persona }}``). ``sample`` tells the runs of one case apart in the
     response cache.

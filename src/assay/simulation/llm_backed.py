@@ -32,17 +32,18 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
+from assay.errors import UserSimulatorError
 from assay.evalset.case import ConversationScenario, UserPersona
 from assay.evalset.content import Content, Part
 from assay.evalset.invocation import Invocation
 from assay.llm.base import LlmError, LlmRequest, Message, TokenUsage
 from assay.llm.judge import LlmCaller
-from assay.simulation.base import NextUserMessage, SimulatorStatus, UserSimulatorError
-from assay.simulation.config import UserSimulatorConfig
+from assay.simulation.base import NextUserMessage, SimulatorStatus
 from assay.simulation.history import render_history
 from assay.simulation.personas import persona_texts, persona_view, resolve_persona
 from assay.simulation.prompts import SYSTEM_TEMPLATE, USER_TEMPLATE
-from assay.simulation.templates import (
+from assay.simulator_config import UserSimulatorConfig
+from assay.simulator_templates import (
     PERSONA_PLACEHOLDER,
     REQUIRED_PLACEHOLDERS,
     missing_placeholders,

@@ -19,8 +19,8 @@ import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from assay.errors import UserSimulatorError
 from assay.evalset.case import UserBehavior, UserPersona
-from assay.simulation.base import UserSimulatorError
 
 _PRECISE_REQUESTS = UserBehavior(
     name="Move on with complete requests",
@@ -277,7 +277,7 @@ BUILTIN_PERSONAS: Mapping[str, UserPersona] = {
 def resolve_persona(persona: UserPersona | str | None) -> UserPersona | None:
     """The persona a scenario names: the object itself, or the built-in persona with that id.
 
-    An unknown id raises :class:`~assay.simulation.base.UserSimulatorError` listing the ids.
+    An unknown id raises :class:`~assay.errors.UserSimulatorError` listing the ids.
     """
     if persona is None or isinstance(persona, UserPersona):
         return persona

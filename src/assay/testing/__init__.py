@@ -2,8 +2,9 @@
 eval-set files into tests (:mod:`assay.testing.plugin`), and a drop-in for ADK's
 ``AgentEvaluator``."""
 
+from assay.agents.spec import agent_factory
 from assay.testing.adk_compat import AgentEvaluator
-from assay.testing.evaluate import aevaluate_agent, agent_factory, evaluate_agent, load_jobs
+from assay.testing.evaluate import aevaluate_agent, evaluate_agent, load_jobs
 from assay.testing.failures import EvaluationFailed, assert_passed, failure_report
 
 __all__ = [

@@ -23,8 +23,10 @@ raise an ``AssertionError`` (:class:`~assay.testing.failures.EvaluationFailed`) 
 shows each failing case, its metrics and its failing turns.
 
 Where it differs: every file is evaluated before anything is raised (ADK stops at the first file
-that fails), so the message covers them all; the agent is loaded once, not once per file; tool
-calls in ``output_file`` read ``name({args})``; ``artifact_service`` is not supported yet.
+that fails), so the message covers them all; likewise every eval file and ``test_config.json``
+that does not load is reported at once, before anything runs; the agent is loaded once, not once
+per file; tool calls in ``output_file`` read ``name({args})``; ``artifact_service`` is not
+supported yet.
 """
 
 from __future__ import annotations
@@ -45,15 +47,16 @@ from assay._files import load_data
 from assay.agents.base import AgentFactory
 from assay.agents.python import AgentLoadError
 from assay.agents.spec import factory_for, find_root_agent, is_adk_agent
-from assay.config import EvalConfig, default_config, load_config, parse_config
+from assay.config import EvalConfig, parse_config
 from assay.errors import EvalSetError, Problem
 from assay.evalset.case import EvalSet, SessionInput
 from assay.evalset.content import content_text
-from assay.evalset.io import CONFIG_FILE, LoadedEvalSet, load_eval_set
+from assay.evalset.io import LoadedEvalSet, load_eval_set
 from assay.evalset.legacy import LegacyInitialSession
 from assay.metrics.base import EvalStatus
 from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult
 from assay.runner.evaluate import EvalSetJob, summarize
+from assay.runner.jobs import config_for, given_config, jobs_for
 from assay.testing.evaluate import RunSettings, run_jobs
 from assay.testing.failures import (
     Block,
@@ -280,11 +283,11 @@ def _test_files(path_or_dir: str) -> list[str]:
 
 
 def _as_config(eval_config: Any) -> EvalConfig:
-    if isinstance(eval_config, EvalConfig):
-        return eval_config
-    if isinstance(eval_config, Mapping):
-        return parse_config(dict(eval_config))
-    return parse_config(eval_config.model_dump(mode="json", exclude_none=True))
+    """assay's config, its data, or ADK's ``EvalConfig``."""
+    if not isinstance(eval_config, EvalConfig | Mapping):
+        eval_config = eval_config.model_dump(mode="json", exclude_none=True)
+    config, _source = given_config(eval_config)
+    return config
 
 
 def _as_eval_set(eval_set: Any) -> EvalSet:
@@ -443,8 +446,8 @@ class AgentEvaluator:
     @staticmethod
     def find_config_for_test_file(test_file: str) -> EvalConfig:
         """The ``test_config.json`` in the test file's folder, else the default criteria."""
-        candidate = Path(test_file).parent / CONFIG_FILE
-        return load_config(candidate) if candidate.is_file() else default_config()
+        config, _source = config_for(test_file)
+        return config
 
     @staticmethod
     async def evaluate_eval_set(
@@ -504,14 +507,12 @@ class AgentEvaluator:
         with the ``test_config.json`` beside it; raise ``AssertionError`` when a case fails."""
         _check_arguments(num_runs, artifact_service, app_name, eval_set_results_manager)
         session = _initial_session(initial_session_file)
-        jobs = []
-        for test_file in _test_files(str(eval_dataset_file_path_or_dir)):
-            config = AgentEvaluator.find_config_for_test_file(test_file)
-            loaded = _with_session(load_eval_set(test_file), session, bool(initial_session_file))
-            beside = loaded.config_beside
-            job = EvalSetJob(loaded, config, str(beside) if beside else "defaults")
+        jobs = [
+            replace(job, loaded=_with_session(job.loaded, session, bool(initial_session_file)))
+            for job in jobs_for(_test_files(str(eval_dataset_file_path_or_dir)))
+        ]
+        for job in jobs:
             _check_set(job)
-            jobs.append(job)
         await _evaluate_jobs(
             agent_module,
             jobs,

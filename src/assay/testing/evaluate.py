@@ -18,36 +18,31 @@ reads), a folder (every ``*.evalset.json`` and ``*.test.json`` below it) or a lo
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from assay._async import run_sync
-from assay.agents.base import Agent, AgentFactory, CaseContext
-from assay.agents.spec import factory_for, is_adk_agent, resolve_agent
-from assay.config import EvalConfig, default_config, load_config, parse_config
-from assay.errors import EvalSetError, InputError, Problem
+from assay._async import sync_of
+from assay.agents.base import AgentFactory, CaseContext
+from assay.agents.spec import AgentLike, agent_factory
+from assay.errors import EvalSetError, Problem
 from assay.evalset.case import EvalCase, EvalSet
-from assay.evalset.io import LoadedEvalSet, load_eval_set
+from assay.evalset.io import LoadedEvalSet
 from assay.results.model import EvalSetResult
 from assay.runner.agent_run import AgentSettings
 from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate
 from assay.runner.inference import InferenceSettings
+from assay.runner.jobs import EvalSetSource, GivenConfig, jobs_for
 from assay.testing.failures import assert_passed
 
 EVAL_SET_SUFFIXES = (".evalset.json", ".test.json")
 """The files a folder is searched for."""
 
-AgentLike = Any
-"""A spec string, an :class:`~assay.agents.base.Agent`, a Python function agent, an ADK agent,
-or an :data:`~assay.agents.base.AgentFactory` (see the module docstring)."""
 EvalSetLike = str | os.PathLike[str] | EvalSet | LoadedEvalSet | EvalSetJob
 """An eval-set file or folder, or an eval set already loaded."""
-ConfigLike = EvalConfig | Mapping[str, Any] | str | os.PathLike[str] | None
+ConfigLike = GivenConfig | None
 """An :class:`~assay.config.EvalConfig`, its data, or the path of its file."""
 
 
@@ -89,55 +84,6 @@ class RunSettings:
         return JudgeSettings(model=self.judge_model or None, cache=self.cache, env=self.env)
 
 
-def _binds(signature: inspect.Signature, count: int) -> bool:
-    try:
-        signature.bind(*([None] * count))
-    except TypeError:
-        return False
-    return True
-
-
-def is_case_factory(target: Any) -> bool:
-    """Whether ``target`` is an agent factory: a callable taking exactly one positional argument
-    (the :class:`~assay.agents.base.CaseContext`). Python function agents take two (the message
-    and the session); classes and ``assay_factory`` callables take none."""
-    if inspect.isclass(target) or is_adk_agent(target) or getattr(target, "assay_factory", False):
-        return False
-    if isinstance(target, Agent) or not callable(target):
-        return False
-    try:
-        signature = inspect.signature(target)
-    except (TypeError, ValueError):
-        return False
-    return _binds(signature, 1) and not _binds(signature, 2)
-
-
-def _describe(target: Any) -> str:
-    name = getattr(target, "__qualname__", None) or getattr(target, "name", None)
-    return str(name or type(target).__name__)
-
-
-def agent_factory(agent: AgentLike, *, env: Mapping[str, str] | None = None) -> AgentFactory:
-    """The factory that makes a fresh agent per case and run from whatever ``agent`` is (see the
-    module docstring); raises :class:`~assay.agents.python.AgentLoadError` when it cannot."""
-    if isinstance(agent, str):
-        return resolve_agent(agent, env=env)
-    if is_case_factory(agent):
-        factory: AgentFactory = agent
-        return factory
-    return factory_for(agent, _describe(agent))
-
-
-def _explicit_config(config: ConfigLike) -> tuple[EvalConfig, str] | None:
-    if config is None:
-        return None
-    if isinstance(config, EvalConfig):
-        return config, "given"
-    if isinstance(config, Mapping):
-        return parse_config(dict(config), "<config>"), "given"
-    return load_config(Path(config)), str(config)
-
-
 def _files_in(folder: Path) -> list[Path]:
     found = sorted(
         path
@@ -150,50 +96,25 @@ def _files_in(folder: Path) -> list[Path]:
     return found
 
 
-def _loaded(eval_set: str | os.PathLike[str] | EvalSet | LoadedEvalSet) -> list[LoadedEvalSet]:
+def _sources(eval_set: str | os.PathLike[str] | EvalSet | LoadedEvalSet) -> Sequence[EvalSetSource]:
     if isinstance(eval_set, LoadedEvalSet):
         return [eval_set]
     if isinstance(eval_set, EvalSet):
         return [LoadedEvalSet(eval_set, Path(f"<{eval_set.eval_set_id}>"), "evalset")]
     path = Path(eval_set)
-    paths = _files_in(path) if path.is_dir() else [path]
-    loaded, problems = [], []
-    for each in paths:
-        try:
-            loaded.append(load_eval_set(each))
-        except InputError as exc:
-            problems.extend(exc.problems)
-    if problems:
-        raise EvalSetError(problems)
-    return loaded
-
-
-def _config_beside(loaded: LoadedEvalSet) -> tuple[EvalConfig, str]:
-    if loaded.path.name.startswith("<") or loaded.config_beside is None:
-        return default_config(), "defaults"
-    return load_config(loaded.config_beside), str(loaded.config_beside)
+    return _files_in(path) if path.is_dir() else [path]
 
 
 def load_jobs(eval_set: EvalSetLike, config: ConfigLike = None) -> list[EvalSetJob]:
     """The eval sets ``eval_set`` names, each with its config: ``config`` when given, else the
-    ``test_config.json`` beside its file, else ADK's defaults. Every problem found in every file
-    is raised together as an :class:`~assay.errors.InputError`."""
+    ``test_config.json`` beside its file, else ADK's defaults
+    (:func:`~assay.runner.jobs.jobs_for`). Every problem found in every file is raised together
+    as an :class:`~assay.errors.InputError`."""
     if isinstance(eval_set, EvalSetJob):
         if config is not None:
             raise ValueError("give config=None with an EvalSetJob: the job has its config")
         return [eval_set]
-    explicit = _explicit_config(config)
-    jobs, problems = [], []
-    for loaded in _loaded(eval_set):
-        try:
-            chosen, source = explicit or _config_beside(loaded)
-        except InputError as exc:
-            problems.extend(exc.problems)
-            continue
-        jobs.append(EvalSetJob(loaded, chosen, source))
-    if problems:
-        raise InputError(problems)
-    return jobs
+    return jobs_for(_sources(eval_set), config)
 
 
 def only_cases(job: EvalSetJob, keep: Callable[[int, EvalCase], bool]) -> EvalSetJob:
@@ -242,11 +163,9 @@ async def run_jobs(
     """Run and score ``jobs``; ``whole_sets`` are the jobs they were cut from, if they were."""
     if whole_sets:
         factory = _seeing_whole_sets(factory, whole_sets)
+    agent = settings.agent(factory)
     return await evaluate(
-        jobs,
-        agent=settings.agent(factory),
-        concurrency=settings.concurrency,
-        judges=settings.judges(),
+        jobs, agent=agent, concurrency=settings.concurrency, judges=settings.judges()
     )
 
 
@@ -298,48 +217,8 @@ async def aevaluate_agent(
     return results
 
 
-def evaluate_agent(
-    agent: AgentLike,
-    eval_set: EvalSetLike,
-    *,
-    config: ConfigLike = None,
-    eval_ids: Sequence[str] | None = None,
-    num_runs: int = 2,
-    judge_model: str | None = None,
-    mock_tools: bool = False,
-    turn_timeout_s: float = 300.0,
-    inference_concurrency: int = 4,
-    agent_attempts: int = 2,
-    concurrency: int = 8,
-    cache: bool = True,
-    env: Mapping[str, str] | None = None,
-    check: bool = True,
-) -> list[EvalSetResult]:
-    """:func:`aevaluate_agent` for code that is not async (a plain pytest test)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        raise RuntimeError(
-            "evaluate_agent() cannot run inside a running event loop; "
-            "use `await aevaluate_agent(...)` there"
-        )
-    return run_sync(
-        aevaluate_agent(
-            agent,
-            eval_set,
-            config=config,
-            eval_ids=eval_ids,
-            num_runs=num_runs,
-            judge_model=judge_model,
-            mock_tools=mock_tools,
-            turn_timeout_s=turn_timeout_s,
-            inference_concurrency=inference_concurrency,
-            agent_attempts=agent_attempts,
-            concurrency=concurrency,
-            cache=cache,
-            env=env,
-            check=check,
-        )
-    )
+evaluate_agent = sync_of(
+    aevaluate_agent,
+    "evaluate_agent",
+    ":func:`aevaluate_agent` for code that is not async (a plain pytest test).",
+)

@@ -31,13 +31,13 @@ import pytest
 
 from assay._async import run_sync
 from assay.agents.base import AgentFactory
+from assay.agents.spec import agent_factory
 from assay.errors import AssayError, InputError, Problem
-from assay.evalset.io import CONFIG_FILE
+from assay.evalset.io import config_beside
 from assay.runner.evaluate import EvalSetJob
 from assay.testing.evaluate import (
     EVAL_SET_SUFFIXES,
     RunSettings,
-    agent_factory,
     load_jobs,
     only_cases,
     run_jobs,
@@ -141,7 +141,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     """An eval-set file beside a ``test_config.json``, when an agent is named for it."""
     if not file_path.name.endswith(EVAL_SET_SUFFIXES):
         return None
-    if not (file_path.parent / CONFIG_FILE).is_file():
+    if config_beside(file_path) is None:
         return None
     agent = _agent_for(file_path, parent)
     if agent is None:

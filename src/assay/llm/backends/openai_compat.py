@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import email.utils
 import json
-import socket
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC
@@ -27,6 +26,7 @@ import httpx
 
 from assay._version import __version__
 from assay.llm.base import LlmCallError, LlmRequest, LlmResponse, LlmUnavailableError, TokenUsage
+from assay.llm.connection import connect_reason
 from assay.llm.redact import MIN_SECRET_LENGTH, redact
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -144,7 +144,7 @@ class OpenAICompatBackend:
             ) from None
         except httpx.ConnectError as exc:
             raise self._error(
-                f"could not connect to {self._base_url}: {_connect_reason(exc)}", retryable=True
+                f"could not connect to {self._base_url}: {connect_reason(exc)}", retryable=True
             ) from None
         except httpx.HTTPError as exc:
             reason = str(exc) or type(exc).__name__
@@ -365,17 +365,3 @@ def _retry_after(value: str | None) -> float | None:
     if when.tzinfo is None:  # HTTP dates are in GMT
         when = when.replace(tzinfo=UTC)
     return max(0.0, when.timestamp() - time.time())
-
-
-def _connect_reason(error: BaseException) -> str:
-    """Why a connection failed, in a few words, from the innermost cause httpx wraps."""
-    seen: set[int] = set()
-    cause: BaseException | None = error
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        if isinstance(cause, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(cause, socket.gaierror):
-            return "host not found"
-        cause = cause.__cause__ or cause.__context__
-    return str(error) or type(error).__name__

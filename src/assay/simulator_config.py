@@ -8,32 +8,27 @@ read in snake_case or camelCase.
 Stricter than ADK, which allows unknown keys here: an unknown key is an error naming it, and so
 are a ``max_allowed_invocations`` that is neither -1 (no limit) nor at least 1, and ADK's audio
 simulator (``"type": "llm_audio"``), which assay does not provide.
+
+It lives beside :mod:`assay.config`, not in :mod:`assay.simulation`, because ``EvalConfig`` holds
+it: the config is read below the LLM layer and the simulators that use it.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, field_validator
 
-from assay.simulation.templates import REQUIRED_PLACEHOLDERS, missing_placeholders
+from assay.evalset._base import AssayModel
+from assay.simulator_templates import REQUIRED_PLACEHOLDERS, missing_placeholders
 
 DEFAULT_SIMULATOR_MODEL = "gemini-2.5-flash"
 DEFAULT_MAX_ALLOWED_INVOCATIONS = 20
 NO_LIMIT = -1
 
 
-class UserSimulatorConfig(BaseModel):
+class UserSimulatorConfig(AssayModel):
     """The LLM-backed user simulator's settings."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-        extra="forbid",
-        loc_by_alias=False,
-    )
 
     type: Literal["llm_backed"] = "llm_backed"
     """Which simulator: ADK's ``llm_backed`` (the only one assay has)."""

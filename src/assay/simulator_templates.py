@@ -10,7 +10,9 @@ placeholder is used) and rendered in Jinja's sandbox with lenient undefined valu
 the template uses but nobody supplies renders as nothing. ADK's ``render_string_filter`` (render a
 persona's text, which may itself hold ``{{ stop_signal }}``) is available under the same name.
 
-jinja2 is imported only when a template is checked or rendered.
+jinja2 is imported only when a template is checked or rendered. The checks run as the config is
+read (:mod:`assay.simulator_config`), so this module lives below the config, not in
+:mod:`assay.simulation`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from assay.simulation.base import UserSimulatorError
+from assay.errors import UserSimulatorError
 
 if TYPE_CHECKING:
     from jinja2.runtime import Context
