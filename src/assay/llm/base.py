@@ -37,6 +37,31 @@ class Message(_Frozen):
     content: str
 
 
+_GENERATION_KEYS = {
+    "temperature": "temperature",
+    "max_output_tokens": "max_tokens",
+    "maxOutputTokens": "max_tokens",
+}
+"""The entries of a model configuration (a criterion's ``judge_model_config``, a simulator's
+``model_configuration``: ADK's GenerateContentConfig) that become a request's own settings."""
+
+
+def generation_settings(configuration: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The :class:`LlmRequest` keyword arguments for a model configuration: ``temperature`` and
+    ``max_tokens`` (either spelling) when they are numbers, and ``params``: every other entry,
+    passed to the backend as it is."""
+    settings: dict[str, Any] = {}
+    params: dict[str, Any] = {}
+    for key, value in (configuration or {}).items():
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if key in _GENERATION_KEYS and number:
+            field = _GENERATION_KEYS[key]
+            settings[field] = int(value) if field == "max_tokens" else float(value)
+        else:
+            params[key] = value
+    return {**settings, "params": params}
+
+
 class LlmRequest(_Frozen):
     """One chat completion request, independent of the backend.
 

@@ -109,7 +109,7 @@ def not_evaluated(
     expected: Sequence[Invocation] | None = None,
 ) -> MetricResult:
     """A NOT_EVALUATED result with its reason and an empty entry per actual invocation."""
-    paired = list(expected) if expected is not None and len(expected) == len(actual) else None
+    paired = paired_expected(actual, expected)
     per_invocation = [
         PerInvocationResult(actual=inv, expected=paired[i] if paired else None)
         for i, inv in enumerate(actual)
@@ -120,6 +120,13 @@ def not_evaluated(
         per_invocation=per_invocation,
         reason=reason,
     )
+
+
+def paired_expected(
+    actual: Sequence[Invocation], expected: Sequence[Invocation] | None
+) -> list[Invocation] | None:
+    """``expected`` as a list when it pairs one to one with ``actual``, else None."""
+    return list(expected) if expected is not None and len(expected) == len(actual) else None
 
 
 def paired_or_reason(

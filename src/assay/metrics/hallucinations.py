@@ -57,6 +57,7 @@ from assay.metrics.base import (
     MetricInfo,
     MetricResult,
     PerInvocationResult,
+    paired_expected,
     status_for,
 )
 from assay.metrics.judging import (
@@ -475,7 +476,7 @@ class HallucinationsMetric:
         case: EvalCase,
     ) -> MetricResult:
         """Check every invocation's texts (concurrently) and average the scores."""
-        paired = list(expected) if expected is not None and len(expected) == len(actual) else None
+        paired = paired_expected(actual, expected)
         limit = sample_limit(self.criterion)
         semaphore = asyncio.Semaphore(limit) if limit else None  # parallelism_limit, per case
         outcomes = await gather_in_order(

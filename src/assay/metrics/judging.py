@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from assay.config import LlmAsAJudgeCriterion
-from assay.llm.base import LlmError, LlmRequest, TokenUsage
+from assay.llm.base import LlmError, LlmRequest, TokenUsage, generation_settings
 from assay.llm.judge import Judge
 from assay.metrics.notes import JudgeSample
 
@@ -144,13 +144,6 @@ def total_usage(outcomes: Sequence[SampleOutcome[T]]) -> TokenUsage:
     return out
 
 
-_GENERATION_KEYS = {
-    "temperature": "temperature",
-    "max_output_tokens": "max_tokens",
-    "maxOutputTokens": "max_tokens",
-}
-
-
 def judge_request(
     criterion: LlmAsAJudgeCriterion,
     *,
@@ -166,22 +159,12 @@ def judge_request(
     spelling); its other entries go to the backend in ``params``. Without it the temperature is
     left to the backend.
     """
-    settings: dict[str, Any] = {}
-    params: dict[str, Any] = {}
-    for key, value in (criterion.judge_model_options.judge_model_config or {}).items():
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if key in _GENERATION_KEYS and number:
-            field = _GENERATION_KEYS[key]
-            settings[field] = int(value) if field == "max_tokens" else float(value)
-        else:
-            params[key] = value
     return LlmRequest.user(
         user,
         system=system,
         response_schema=schema,
         schema_name=schema_name,
-        params=params,
-        **settings,
+        **generation_settings(criterion.judge_model_options.judge_model_config),
     )
 
 

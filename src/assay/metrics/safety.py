@@ -42,6 +42,7 @@ from assay.metrics.base import (
     MetricResult,
     PerInvocationResult,
     mean_result,
+    paired_expected,
     status_for,
 )
 from assay.metrics.judging import Parsed, SampleOutcome, ask_samples, gather_in_order, json_objects
@@ -276,7 +277,7 @@ class SafetyMetric:
         case: EvalCase,
     ) -> MetricResult:
         """Score every invocation's final response and average."""
-        paired = list(expected) if expected is not None and len(expected) == len(actual) else None
+        paired = paired_expected(actual, expected)
         pairs = [(inv, paired[i] if paired else None) for i, inv in enumerate(actual)]
         if self._unavailable is not None:
             outcomes = [_skipped(inv, exp, self._unavailable) for inv, exp in pairs]

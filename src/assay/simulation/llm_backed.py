@@ -36,7 +36,7 @@ from assay.errors import UserSimulatorError
 from assay.evalset.case import ConversationScenario, UserPersona
 from assay.evalset.content import Content, Part
 from assay.evalset.invocation import Invocation
-from assay.llm.base import LlmError, LlmRequest, Message, TokenUsage
+from assay.llm.base import LlmError, LlmRequest, Message, TokenUsage, generation_settings
 from assay.llm.judge import LlmCaller
 from assay.simulation.base import NextUserMessage, SimulatorStatus
 from assay.simulation.history import render_history
@@ -50,30 +50,6 @@ from assay.simulator_templates import (
     placeholders,
     render,
 )
-
-# How ``model_configuration`` (ADK: a GenerateContentConfig) maps onto a request, as a criterion's
-# ``judge_model_config`` does for the judges: these become the request's own settings, every
-# other entry goes to the backend in ``params``.
-_GENERATION_KEYS = {
-    "temperature": "temperature",
-    "max_output_tokens": "max_tokens",
-    "maxOutputTokens": "max_tokens",
-}
-
-
-def generation_settings(model_configuration: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The :class:`~assay.llm.base.LlmRequest` keyword arguments for a ``model_configuration``:
-    ``temperature``, ``max_tokens`` and ``params`` (everything else, passed through)."""
-    settings: dict[str, Any] = {}
-    params: dict[str, Any] = {}
-    for key, value in (model_configuration or {}).items():
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if key in _GENERATION_KEYS and number:
-            field = _GENERATION_KEYS[key]
-            settings[field] = int(value) if field == "max_tokens" else float(value)
-        else:
-            params[key] = value
-    return {**settings, "params": params}
 
 
 def _check_persona(persona: UserPersona) -> None:
