@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.agreement import agreement
 from assay.config import (
     BaseCriterion,
     HallucinationsCriterion,
@@ -145,20 +146,6 @@ def read_verdicts(name: str, item: Item, result: MetricResult) -> list[Verdict]:
 # --------------------------------------------------------------------------- agreement
 
 
-def cohen_kappa(pairs: Sequence[tuple[bool, bool]]) -> float | None:
-    """Cohen's kappa of (human, judge) pairs; None when chance agreement is total."""
-    if not pairs:
-        return None
-    n = len(pairs)
-    observed = sum(h == j for h, j in pairs) / n
-    human_yes = sum(h for h, _ in pairs) / n
-    judge_yes = sum(j for _, j in pairs) / n
-    chance = human_yes * judge_yes + (1 - human_yes) * (1 - judge_yes)
-    if chance >= 1.0:
-        return None
-    return (observed - chance) / (1 - chance)
-
-
 @dataclass
 class Row:
     """Agreement figures for one criterion (or all of them)."""
@@ -171,6 +158,11 @@ class Row:
     kappa: float | None
     seconds: float
     usage: TokenUsage
+    kappa_interval: tuple[float, float] | None = None
+    """The 95% percentile bootstrap interval of kappa (:func:`assay.agreement.bootstrap_kappa`)."""
+    human_yes: float | None = None
+    judge_yes: float | None = None
+    """The share of positive verdicts (valid, yes, grounded, safe): people's, the judge's."""
 
     @property
     def accuracy_judged(self) -> float | None:
@@ -200,18 +192,28 @@ class Row:
 def make_row(
     name: str, items: int, verdicts: Sequence[Verdict], seconds: float, usage: TokenUsage
 ) -> Row:
-    """The figures of a list of verdicts."""
-    judged = [(v.human, v.judge) for v in verdicts if v.judge is not None]
+    """The figures of a list of verdicts (:func:`assay.agreement.agreement` over yes/no)."""
+    figures = agreement(
+        [(_said(v.human), None if v.judge is None else _said(v.judge)) for v in verdicts],
+        positive="yes",
+    )
     return Row(
         criterion=name,
         items=items,
-        verdicts=len(verdicts),
-        judged=len(judged),
-        agree=sum(v.agrees for v in verdicts),
-        kappa=cohen_kappa(judged),
+        verdicts=figures.pairs,
+        judged=figures.judged,
+        agree=figures.agree,
+        kappa=figures.kappa,
         seconds=seconds,
         usage=usage,
+        kappa_interval=figures.kappa_interval,
+        human_yes=figures.person_positive_rate,
+        judge_yes=figures.judge_positive_rate,
     )
+
+
+def _said(positive: bool) -> str:
+    return "yes" if positive else "no"
 
 
 # --------------------------------------------------------------------------- running
@@ -328,15 +330,22 @@ def print_report(report: Report) -> None:
     print(f"judge: {report.judge_model or '(none)'}; {report.num_samples} sample(s) per invocation")
     header = (
         f"{'criterion':<40}{'items':>6}{'verdicts':>9}{'judged':>7}{'acc judged':>11}"
-        f"{'acc all':>8}{'kappa':>7}{'s/item':>8}{'tokens':>9}"
+        f"{'acc all':>8}{'kappa':>7}{'95% interval':>15}{'yes: human/judge':>18}"
+        f"{'s/item':>8}{'tokens':>9}"
     )
     print(header)
     for row in [*report.rows, report.overall]:
+        interval = (
+            f"[{row.kappa_interval[0]:+.2f}, {row.kappa_interval[1]:+.2f}]"
+            if row.kappa_interval
+            else "-"
+        )
+        rates = f"{_figure(row.human_yes, 2)}/{_figure(row.judge_yes, 2)}"
         print(
             f"{row.criterion:<40}{row.items:>6}{row.verdicts:>9}{row.judged:>7}"
             f"{_figure(row.accuracy_judged):>11}{_figure(row.accuracy_all):>8}"
-            f"{_figure(row.kappa, 2):>7}{_figure(row.seconds_per_item, 2):>8}"
-            f"{row.usage.total_tokens:>9}"
+            f"{_figure(row.kappa, 2):>7}{interval:>15}{rates:>18}"
+            f"{_figure(row.seconds_per_item, 2):>8}{row.usage.total_tokens:>9}"
         )
     wrong = [v for v in report.verdicts if not v.agrees]
     if wrong:

@@ -80,16 +80,18 @@ def test_an_item_missing_its_label_is_rejected(agreement: ModuleType, tmp_path: 
     assert agreement.main(["--items", str(bad), "--judge-model", "scripted:x"]) == 2
 
 
-def test_cohen_kappa(agreement: ModuleType) -> None:
-    kappa = agreement.cohen_kappa
-    assert kappa([(True, True), (False, False)]) == 1.0
-    assert kappa([(True, True), (False, True)]) == 0.0  # the judge always says yes
-    assert kappa([(True, False), (False, True)]) == -1.0
-    # 20 yes/yes, 5 yes/no, 10 no/yes, 15 no/no: po 0.7, pe 0.5, kappa 0.4
-    pairs = [(True, True)] * 20 + [(True, False)] * 5 + [(False, True)] * 10 + [(False, False)] * 15
-    assert kappa(pairs) == pytest.approx(0.4)
-    assert kappa([(True, True), (True, True)]) is None  # chance agreement is total
-    assert kappa([]) is None
+def test_each_row_carries_kappas_interval_and_both_positive_rates(agreement: ModuleType) -> None:
+    verdicts = [
+        agreement.Verdict("safety_v1", f"i{n}", f"i{n}", human=human, judge=judge)
+        for n, (human, judge) in enumerate(
+            [(True, True)] * 20 + [(True, False)] * 5 + [(False, True)] * 10 + [(False, False)] * 15
+        )
+    ]
+    row = agreement.make_row("safety_v1", 50, verdicts, 1.0, agreement.TokenUsage())
+    assert row.kappa == pytest.approx(0.4)  # kappa itself: tests/agreement/test_stats.py
+    assert row.kappa_interval is not None and row.kappa_interval[0] < 0.4 < row.kappa_interval[1]
+    assert (row.human_yes, row.judge_yes) == (pytest.approx(0.5), pytest.approx(0.6))
+    assert json.loads(json.dumps(row.as_json()))["kappa_interval"] == list(row.kappa_interval)
 
 
 # --------------------------------------------------------------------------- a scripted run
