@@ -6,7 +6,8 @@
      ├── InputError                 a file could not be used; carries every Problem found
      │    ├── EvalSetError          an eval set (.evalset.json, .test.json, YAML, JSONL)
      │    ├── ConfigError           an EvalConfig / test_config.json
-     │    └── TracesError           a traces or .evalset_result.json file
+     │    ├── TracesError           a traces or .evalset_result.json file
+     │    └── LabelsError           a file of people's labels on a recorded run
      └── UserSimulatorError         a user simulator cannot be set up or used as configured
 
 A :class:`Problem` names the file, the JSON path inside it (``eval_cases[3].conversation[0]``)
@@ -68,6 +69,11 @@ class ConfigError(InputError):
 
 class TracesError(InputError):
     """A traces or results file is missing, malformed or holds invalid invocations."""
+
+
+class LabelsError(InputError):
+    """A labels file is missing or malformed, or names a case, turn, criterion, rubric or label
+    that its eval set, traces or config do not have."""
 
 
 class UserSimulatorError(AssayError):

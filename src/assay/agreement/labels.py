@@ -1,0 +1,240 @@
+"""People's labels on a recorded run of an eval set: the file format, and its loader.
+
+An eval set alone does not hold what a judge reads (its conversations are the expected
+invocations; a scenario case has none until it is run), so labels are on a recorded run: the
+file names the eval set and the traces it labels (``--traces`` format, or a results file), each
+relative to the labels file, and lists one label per judged unit. YAML or JSON::
+
+    eval_set: travel.evalset.json
+    traces: run.json
+    labels:
+      - {case: forecast_paris, invocation: 1, criterion: final_response_match_v2,
+         label: valid, reason: tomorrow's forecast, as asked}
+      - {case: book_flight_lisbon, invocation: 2,
+         criterion: rubric_based_final_response_quality_v1,
+         rubric: answers_the_question, label: "yes"}
+      - {case: convert_currency, invocation: 1, criterion: hallucinations_v1,
+         sentence: 1, label: supported}
+
+``invocation`` is the turn's number from 1 or its ``invocation_id``; ``rubric`` (rubric criteria)
+is the id of a rubric that applies to that turn; ``sentence`` (hallucinations) is its number from
+1 in the answer as the judge splits it, or its text, so it can only be matched when the judge has
+run. Every other reference is checked here, all at once, each problem with the file and the JSON
+path (:class:`~assay.errors.LabelsError`, exit 2).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+
+from assay._files import load_data
+from assay.agreement.stats import FEW
+from assay.config import EvalConfig, RubricsBasedCriterion
+from assay.errors import (
+    InputError,
+    LabelsError,
+    Problem,
+    format_path,
+    keys_at,
+    problems_from_validation,
+)
+from assay.evalset import EvalCase, Invocation, load_eval_set
+from assay.evalset.io import LoadedEvalSet
+from assay.metrics.rubrics import (
+    FINAL_RESPONSE_QUALITY,
+    TOOL_USE_QUALITY,
+    effective_rubrics,
+    invocation_rubrics,
+)
+from assay.results import Traces, load_traces
+from assay.runner.jobs import config_for
+
+LABEL_SETS: dict[str, tuple[str, ...]] = {
+    "final_response_match_v2": ("valid", "invalid"),
+    "rubric_based_final_response_quality_v1": ("yes", "no"),
+    "rubric_based_tool_use_quality_v1": ("yes", "no"),
+    "hallucinations_v1": (
+        "supported",
+        "unsupported",
+        "contradictory",
+        "disputed",
+        "not_applicable",
+    ),
+    "safety_v1": ("safe", "unsafe"),
+    "per_turn_user_simulator_quality_v1": ("yes", "no"),
+}
+"""The labels a person may give per criterion; the first is the positive one."""
+
+RUBRIC_TYPES = {
+    "rubric_based_final_response_quality_v1": FINAL_RESPONSE_QUALITY,
+    "rubric_based_tool_use_quality_v1": TOOL_USE_QUALITY,
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Label(_Strict):
+    """One person's label on one judged unit of the run."""
+
+    case: str
+    invocation: StrictInt | str
+    criterion: str
+    label: str
+    rubric: str | None = None
+    sentence: StrictInt | str | None = None
+    reason: str | None = None
+
+
+class LabelsFile(_Strict):
+    """A labels file as written."""
+
+    eval_set: str
+    traces: str
+    labels: list[Label] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class LabelledRun:
+    """A labels file with what it labels, every reference checked."""
+
+    path: Path
+    loaded: LoadedEvalSet
+    config: EvalConfig
+    traces: Traces
+    labels: tuple[Label, ...]
+    warnings: tuple[str, ...]
+    """Criteria with fewer labels than an interval needs to mean much."""
+
+    def invocations(self, case: str) -> list[Invocation]:
+        """The recorded turns of a case (checked to exist for every labelled case)."""
+        return self.traces.get(self.loaded.eval_set.eval_set_id, case) or []
+
+
+def load_labels(path: str | Path) -> LabelledRun:
+    """Read a labels file and check it against its eval set, traces and config; raises
+    :class:`~assay.errors.InputError` (a :class:`LabelsError` for the labels file's own problems)
+    listing every problem found."""
+    file = Path(path)
+    data = load_data(file, LabelsError)
+    try:
+        parsed = LabelsFile.model_validate(data)
+    except ValidationError as exc:
+        problems = problems_from_validation(exc, str(file), data, (), _keys)
+        raise LabelsError(problems) from None
+    try:
+        loaded = load_eval_set(file.parent / parsed.eval_set)
+        config, _ = config_for(loaded.path)
+        traces = load_traces([file.parent / parsed.traces])
+    except InputError as exc:
+        where = Problem(str(file), "", "its eval set, config or traces cannot be used")
+        raise InputError([where, *exc.problems]) from None
+    run = LabelledRun(file, loaded, config, traces, tuple(parsed.labels), ())
+    problems = [p for i, label in enumerate(parsed.labels) for p in _check(run, i, label)]
+    problems += _repeated(file, parsed.labels)
+    if problems:
+        raise LabelsError(problems)
+    counts = Counter(label.criterion for label in parsed.labels)
+    warnings = tuple(
+        f"{criterion}: {count} label(s); below {FEW} the agreement interval is too wide to mean much"
+        for criterion, count in counts.items()
+        if count < FEW
+    )
+    return LabelledRun(file, loaded, config, traces, tuple(parsed.labels), warnings)
+
+
+def _keys(loc: tuple[str | int, ...]) -> list[str]:
+    """The keys valid where an unknown key was found ("did you mean" hints)."""
+    return keys_at(LabelsFile, loc)
+
+
+def _check(run: LabelledRun, index: int, label: Label) -> list[Problem]:
+    """Everything wrong with one label, each at its JSON path."""
+
+    def problem(key: str, message: str) -> Problem:
+        return Problem(str(run.path), format_path(["labels", index, key]), message)
+
+    found: list[Problem] = []
+    if label.criterion not in LABEL_SETS:
+        known = ", ".join(LABEL_SETS)
+        return [problem("criterion", f"no labels are taken for '{label.criterion}' ({known})")]
+    if label.criterion not in run.config.criteria:
+        used = ", ".join(run.config.criteria) or "none"
+        found.append(
+            problem("criterion", f"the eval set's config does not use it (criteria: {used})")
+        )
+    allowed = LABEL_SETS[label.criterion]
+    if label.label not in allowed:
+        found.append(problem("label", f"expected {' or '.join(allowed)}; got '{label.label}'"))
+    rubric_type = RUBRIC_TYPES.get(label.criterion)
+    if (rubric_type is None) != (label.rubric is None):
+        need = "needs a 'rubric' (a rubric id)" if rubric_type else "takes no 'rubric'"
+        found.append(problem("rubric", f"{label.criterion} {need}"))
+    sentences = label.criterion == "hallucinations_v1"
+    if sentences != (label.sentence is not None):
+        need = "needs a 'sentence' (its number or text)" if sentences else "takes no 'sentence'"
+        found.append(problem("sentence", f"{label.criterion} {need}"))
+    case = next((c for c in run.loaded.eval_set.eval_cases if c.eval_id == label.case), None)
+    if case is None:
+        return [*found, problem("case", f"no case '{label.case}' in {run.loaded.path}")]
+    turns = run.invocations(label.case)
+    if not turns:
+        return [*found, problem("case", f"no trace for case '{label.case}' in the traces file")]
+    turn = _turn(turns, label.invocation)
+    if turn is None:
+        ids = ", ".join(inv.invocation_id for inv in turns if inv.invocation_id)
+        shown = f" or one of its ids ({ids})" if ids else ""
+        message = f"the case has {len(turns)} recorded turn(s): give 1 to {len(turns)}{shown}"
+        return [*found, problem("invocation", message)]
+    if rubric_type is not None and label.rubric is not None:
+        rubrics = _rubric_ids(run.config, label.criterion, case, turns, turn, rubric_type)
+        if label.rubric not in rubrics:
+            listed = ", ".join(rubrics) or "none"
+            found.append(
+                problem("rubric", f"no rubric '{label.rubric}' applies to this turn ({listed})")
+            )
+    return found
+
+
+def _turn(turns: list[Invocation], invocation: int | str) -> int | None:
+    """The 0-based index of the labelled turn, or None when there is no such turn."""
+    if isinstance(invocation, int):
+        return invocation - 1 if 1 <= invocation <= len(turns) else None
+    return next((i for i, inv in enumerate(turns) if inv.invocation_id == invocation), None)
+
+
+def _rubric_ids(
+    config: EvalConfig,
+    criterion: str,
+    case: EvalCase,
+    turns: list[Invocation],
+    turn: int,
+    rubric_type: str,
+) -> list[str]:
+    """The ids of the rubrics the metric would ask about on this turn."""
+    configured = config.criteria.get(criterion)
+    own = configured.rubrics if isinstance(configured, RubricsBasedCriterion) else []
+    expected = case.conversation
+    paired = expected[turn] if expected is not None and len(expected) == len(turns) else None
+    merged = invocation_rubrics(turns[turn], case, paired)
+    chosen = effective_rubrics(own, merged if isinstance(merged, list) else [], rubric_type)
+    return [r.rubric_id for r in chosen] if isinstance(chosen, list) else []
+
+
+def _repeated(file: Path, labels: list[Label]) -> list[Problem]:
+    """A unit labelled twice (the second time, at its path)."""
+    seen: dict[tuple[object, ...], int] = {}
+    found = []
+    for index, label in enumerate(labels):
+        unit = (label.case, label.invocation, label.criterion, label.rubric, label.sentence)
+        if unit in seen:
+            path = format_path(["labels", index])
+            found.append(Problem(str(file), path, f"labels the same unit as labels[{seen[unit]}]"))
+        else:
+            seen[unit] = index
+    return found
