@@ -129,12 +129,20 @@ def test_commands_added_as_objects_are_listed_with_the_lazy_ones() -> None:
 
 
 def commands_in_the_cli_package() -> dict[str, str]:
-    """Every click command defined at the top of a module of assay.cli: name -> module:attr."""
+    """Every click command defined at the top of a module of assay.cli (a group's subcommands
+    aside: they are reached through their group): name -> module:attr."""
     found: dict[str, str] = {}
     for info in pkgutil.iter_modules(assay.cli.__path__, "assay.cli."):
         module = importlib.import_module(info.name)
-        for attribute, value in vars(module).items():
-            if isinstance(value, click.Command) and value is not cli:
+        values = vars(module)
+        grouped = {
+            id(command)
+            for value in values.values()
+            if isinstance(value, click.Group) and value is not cli
+            for command in value.commands.values()
+        }
+        for attribute, value in values.items():
+            if isinstance(value, click.Command) and value is not cli and id(value) not in grouped:
                 assert value.name is not None
                 found.setdefault(value.name, f"{info.name}:{attribute}")
     return found

@@ -490,12 +490,15 @@ HEAVY = (
 )
 """Modules (and their submodules) that only a command that runs may import."""
 
-COMMAND_NAMES = ["compare", "eval", "import", "metrics", "report", "runs", "show", "validate"]
+COMMAND_NAMES = [
+    "compare", "eval", "import", "judge", "metrics", "report", "runs", "show", "validate"
+]  # fmt: skip
 
 COMMAND_MODULES = {
     "assay.cli.compare",
     "assay.cli.eval",
     "assay.cli.history",
+    "assay.cli.judge",
     "assay.cli.metrics",
     "assay.cli.recording",
     "assay.cli.report",

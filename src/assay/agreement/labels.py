@@ -185,7 +185,7 @@ def _check(run: LabelledRun, index: int, label: Label) -> list[Problem]:
     turns = run.invocations(label.case)
     if not turns:
         return [*found, problem("case", f"no trace for case '{label.case}' in the traces file")]
-    turn = _turn(turns, label.invocation)
+    turn = turn_index(turns, label.invocation)
     if turn is None:
         ids = ", ".join(inv.invocation_id for inv in turns if inv.invocation_id)
         shown = f" or one of its ids ({ids})" if ids else ""
@@ -201,7 +201,7 @@ def _check(run: LabelledRun, index: int, label: Label) -> list[Problem]:
     return found
 
 
-def _turn(turns: list[Invocation], invocation: int | str) -> int | None:
+def turn_index(turns: list[Invocation], invocation: int | str) -> int | None:
     """The 0-based index of the labelled turn, or None when there is no such turn."""
     if isinstance(invocation, int):
         return invocation - 1 if 1 <= invocation <= len(turns) else None

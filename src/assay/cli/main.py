@@ -44,6 +44,10 @@ COMMANDS = {
         "Import ADK results (.evalset_result.json files, or folders such as "
         ".adk/eval_history) into the run history, one run per file.",
     ),
+    "judge": LazyCommand(
+        "assay.cli.judge:judge_command",
+        "Measure a judge against people's labels (assay judge agree LABELS).",
+    ),
     "metrics": LazyCommand(
         "assay.cli.metrics:metrics_command",
         "List every metric assay knows: what it measures, whether it needs a reference, rubrics "
