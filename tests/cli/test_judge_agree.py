@@ -103,3 +103,20 @@ def test_judge_calls_that_fail_are_missing_labels_never_agreement(
     assert figures["overall"]["judged"] == 0
     assert figures["overall"]["agree"] == 0
     assert all(unit["judge"] is None and unit["note"] for unit in figures["units"])
+
+
+def test_the_example_labels_file_is_measured_as_the_readme_shows(
+    run_cli: RunCli, tmp_path: Path, judge_env: JudgeServer
+) -> None:
+    out = tmp_path / "agree.json"
+    run = run_cli("judge", "agree", EXAMPLE_DIR / "labels.yaml", "--json", out)
+
+    assert run.code == 0, run.output
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    # the stub approves everything: it misses the two negative labels, and agrees on the rest
+    assert (figures["overall"]["pairs"], figures["overall"]["agree"]) == (12, 10)
+    wrong = {(u["case"], u["criterion"]) for u in figures["units"] if u["judge"] != u["label"]}
+    assert wrong == {
+        ("convert_currency", "final_response_match_v2"),
+        ("convert_currency", "rubric_based_final_response_quality_v1"),
+    }
