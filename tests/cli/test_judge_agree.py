@@ -120,3 +120,18 @@ def test_the_example_labels_file_is_measured_as_the_readme_shows(
         ("convert_currency", "final_response_match_v2"),
         ("convert_currency", "rubric_based_final_response_quality_v1"),
     }
+
+
+def test_validate_checks_a_labels_file_against_its_run(run_cli: RunCli, tmp_path: Path) -> None:
+    good = run_cli("validate", EXAMPLE_DIR / "labels.yaml")
+    assert good.code == 0, good.output
+    assert "ok" in good.out and "12 label(s) on" in good.out
+    assert "below 10 the agreement interval is too wide" in good.out
+
+    path = _labels(tmp_path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["labels"][0]["case"] = "nowhere"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    bad = run_cli("validate", path)
+    assert bad.code == 2
+    assert f"{path}: labels[0].case: no case 'nowhere' in" in bad.err

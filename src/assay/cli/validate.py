@@ -1,4 +1,5 @@
-"""``assay validate FILE...``: check eval sets and EvalConfig files without scoring anything."""
+"""``assay validate FILE...``: check eval sets, EvalConfig files and labels files without scoring
+anything."""
 
 from __future__ import annotations
 
@@ -22,7 +23,18 @@ def validate_command(files: tuple[str, ...]) -> None:
     for file in files:
         path = Path(file)
         try:
-            if _looks_like_config(path):
+            if _looks_like_labels(path):
+                from assay.agreement.labels import load_labels  # its eval set, traces, metrics
+
+                run = load_labels(path)
+                criteria = sorted({label.criterion for label in run.labels})
+                console.print(
+                    f"[green]ok[/] {escape(file)}: {len(run.labels)} label(s) on "
+                    f"{escape(str(run.loaded.path))} ({escape(', '.join(criteria))})"
+                )
+                for note in run.warnings:
+                    console.print(f"  [yellow]warning:[/] {escape(note)}")
+            elif _looks_like_config(path):
                 config = load_config(path)
                 console.print(
                     f"[green]ok[/] {escape(file)}: config with {len(config.criteria)} criteria ({escape(', '.join(config.criteria))})"
@@ -41,6 +53,18 @@ def validate_command(files: tuple[str, ...]) -> None:
             problems.extend(exc.problems)
     if problems:
         raise InputError(problems)
+
+
+def _looks_like_labels(path: Path) -> bool:
+    """A labels file (``assay judge agree``): top-level ``labels`` and ``traces`` keys."""
+    if path.suffix.lower() not in {".json", ".yaml", ".yml"}:
+        return False
+    try:
+        head = path.read_text(encoding="utf-8")[:4096]
+    except OSError:
+        return False
+    keys = ("labels", "traces")
+    return all(f'"{key}"' in head or f"\n{key}:" in f"\n{head}" for key in keys)
 
 
 def _looks_like_config(path: Path) -> bool:
