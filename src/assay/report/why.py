@@ -42,6 +42,9 @@ def why(case: EvalCaseResult, row: EvalMetricResult) -> str:
         return " ".join(reason.split())
     if row.eval_status is EvalStatus.INFORMATIONAL and row.score is None:
         return NO_VALUE_REASONS.get(row.metric_name, "")
+    close = close_vote(case, row.metric_name)
+    if row.eval_status is EvalStatus.PASSED:
+        return cut(close)
     if row.eval_status is not EvalStatus.FAILED:
         return ""
     failing = _failing_turns(case, row.metric_name)
@@ -55,7 +58,44 @@ def why(case: EvalCaseResult, row: EvalMetricResult) -> str:
         text = _judged(case.assay.metrics.get(row.metric_name), failing)
     if not text and row.score is not None and row.threshold is not None:
         text = f"score {row.score:.4f} below the threshold {row.threshold:.4f}"
-    return cut(text)
+    return cut(f"{text}; {close}" if text and close else text or close)
+
+
+def close_vote(case: EvalCaseResult, metric: str) -> str:
+    """The first verdict of ``metric`` in ``case`` that its judge samples decided by one vote or
+    left tied (``turn 2: decided by one vote, 3 valid to 2``), with how many more there are;
+    "" when every verdict had a clear majority, or one sample."""
+    notes = case.assay.metrics.get(metric)
+    close: list[str] = []
+    for number, entry in enumerate(notes.per_invocation if notes else [], 1):
+        details = entry.details or {}
+        counted = [("", details.get("votes"))]
+        counted += [
+            (f" rubric {rubric.get('rubric_id')}", rubric.get("votes"))
+            for rubric in details.get("rubrics") or []
+        ]
+        for where, votes in counted:
+            said = _narrow(votes)
+            if said:
+                close.append(f"turn {number}{where}: {said}")
+    if not close:
+        return ""
+    more = f" (and {len(close) - 1} more)" if len(close) > 1 else ""
+    return close[0] + more
+
+
+def _narrow(votes: object) -> str:
+    """``decided by one vote, 3 valid to 2`` or ``tied 2 to 2`` for a close count of two
+    verdicts; "" otherwise."""
+    if not isinstance(votes, dict):
+        return ""
+    counts = [(name, n) for name, n in votes.items() if name != "none" and isinstance(n, int)]
+    if len(counts) != 2 or sum(n for _, n in counts) < 2:
+        return ""
+    (first, a), (second, b) = sorted(counts, key=lambda item: -item[1])
+    if a == b:
+        return f"tied {a} {first} to {b} {second}"
+    return f"decided by one vote, {a} {first} to {b}" if a - b == 1 else ""
 
 
 _Turn = tuple[int, EvalMetricResult, Invocation, Invocation | None]

@@ -1,0 +1,56 @@
+"""The one-line why of a row: close judge votes flagged, passed or failed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.metrics.base import EvalStatus
+from assay.metrics.notes import InvocationNotes, MetricNotes
+from assay.report.why import close_vote, why
+from assay.results.model import CaseNotes, EvalCaseResult, EvalMetricResult
+
+FRM = "final_response_match_v2"
+RUBRIC = "rubric_based_final_response_quality_v1"
+
+
+def _case(metric: str, *details: dict[str, Any]) -> EvalCaseResult:
+    notes = MetricNotes(
+        judge_model="m", per_invocation=[InvocationNotes(details=d) for d in details]
+    )
+    return EvalCaseResult(
+        eval_id="c", final_eval_status=EvalStatus.PASSED, assay=CaseNotes(metrics={metric: notes})
+    )
+
+
+def _row(metric: str, status: EvalStatus, score: float | None = 1.0) -> EvalMetricResult:
+    return EvalMetricResult(metric_name=metric, score=score, threshold=0.8, eval_status=status)
+
+
+def test_a_verdict_decided_by_one_vote_is_flagged_even_when_it_passed() -> None:
+    case = _case(FRM, {"votes": {"valid": 5, "invalid": 0, "none": 0}},
+                 {"votes": {"valid": 3, "invalid": 2, "none": 0}})  # fmt: skip
+    assert why(case, _row(FRM, EvalStatus.PASSED)) == "turn 2: decided by one vote, 3 valid to 2"
+
+
+def test_a_tie_and_a_rubrics_close_vote_are_flagged_and_counted() -> None:
+    case = _case(
+        RUBRIC,
+        {"rubrics": [{"rubric_id": "polite", "votes": {"yes": 2, "no": 2, "none": 1}}]},
+        {"rubrics": [{"rubric_id": "short", "votes": {"yes": 1, "no": 2, "none": 0}}]},
+    )
+    assert close_vote(case, RUBRIC) == "turn 1 rubric polite: tied 2 yes to 2 no (and 1 more)"
+
+
+def test_one_sample_or_a_clear_majority_is_not_flagged() -> None:
+    single = _case(FRM, {"votes": {"valid": 1, "invalid": 0, "none": 0}})
+    clear = _case(FRM, {"votes": {"valid": 4, "invalid": 1, "none": 0}})
+    assert why(single, _row(FRM, EvalStatus.PASSED)) == ""
+    assert close_vote(clear, FRM) == ""
+
+
+def test_a_failed_rows_why_gets_the_close_vote_after_it() -> None:
+    case = _case(FRM, {"votes": {"valid": 2, "invalid": 3, "none": 0}})
+    text = why(case, _row(FRM, EvalStatus.FAILED, score=0.0))
+    assert text == (
+        "score 0.0000 below the threshold 0.8000; turn 1: decided by one vote, 3 invalid to 2"
+    )
