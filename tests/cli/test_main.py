@@ -674,3 +674,11 @@ def test_a_run_without_html_says_the_one_command_that_makes_its_report(
         "eval", example.evalset, "--traces", example.traces, "--html", tmp_path / "r.html"
     )
     assert "HTML report: assay report" not in with_html.out
+
+
+def test_the_report_command_is_printed_as_the_user_ran_assay(
+    run_cli: RunCli, example: Example, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "argv", [".venv/bin/assay", "eval"])
+    run = run_cli("eval", example.evalset, "--traces", example.traces)
+    assert "HTML report: .venv/bin/assay report " in run.out

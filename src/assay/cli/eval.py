@@ -111,6 +111,13 @@ def _write_reports(
         console.print(f"{what} written to {escape(path)}")
 
 
+def _invoked_as() -> str:
+    """How the user ran ``assay`` (``.venv/bin/assay``), so a command we print works as typed;
+    plain ``assay`` when it was run some other way."""
+    program = sys.argv[0] if sys.argv else ""
+    return program if Path(program).name == "assay" else "assay"
+
+
 def _heartbeat_s() -> float:
     """``ASSAY_HEARTBEAT_S``: seconds without a finished case before a progress line says the
     run is alive (default 15; 0 turns it off)."""
@@ -418,7 +425,8 @@ def eval_command(
         console.print(f"[dim]recorded as run {recording.run} (assay show {recording.run})[/]")
     source = recording.run if recording.recorded else output_path
     if source and not html_path:
-        console.print(f"HTML report: assay report {escape(str(source))} --html report.html")
+        command = f"{_invoked_as()} report {source} --html report.html"
+        console.print(f"HTML report: {escape(command)}")
     unevaluated = _unevaluated_in_passed_cases(results)
     if unevaluated:
         console.print(
