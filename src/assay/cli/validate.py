@@ -55,25 +55,25 @@ def validate_command(files: tuple[str, ...]) -> None:
         raise InputError(problems)
 
 
+def _head(path: Path) -> str:
+    """The start of a JSON or YAML file's text ("" for another kind, or one that cannot be read):
+    enough to tell a config or a labels file from an eval set."""
+    if path.suffix.lower() not in {".json", ".yaml", ".yml"}:
+        return ""
+    try:
+        return path.read_text(encoding="utf-8")[:4096]
+    except OSError:
+        return ""
+
+
 def _looks_like_labels(path: Path) -> bool:
     """A labels file (``assay judge agree``): top-level ``labels`` and ``traces`` keys."""
-    if path.suffix.lower() not in {".json", ".yaml", ".yml"}:
-        return False
-    try:
-        head = path.read_text(encoding="utf-8")[:4096]
-    except OSError:
-        return False
-    keys = ("labels", "traces")
-    return all(f'"{key}"' in head or f"\n{key}:" in f"\n{head}" for key in keys)
+    head = _head(path)
+    return all(f'"{key}"' in head or f"\n{key}:" in f"\n{head}" for key in ("labels", "traces"))
 
 
 def _looks_like_config(path: Path) -> bool:
     if path.name in {"test_config.json", "eval_config.json"} or path.name.endswith(".config.json"):
         return True
-    if path.suffix.lower() not in {".json", ".yaml", ".yml"}:
-        return False
-    try:
-        head = path.read_text(encoding="utf-8")[:4096]
-    except OSError:
-        return False
+    head = _head(path)
     return '"criteria"' in head or head.lstrip().startswith("criteria:")
