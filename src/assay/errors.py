@@ -71,6 +71,10 @@ class TracesError(InputError):
     """A traces or results file is missing, malformed or holds invalid invocations."""
 
 
+class ProfileError(InputError):
+    """A judge profile file is missing or malformed."""
+
+
 class LabelsError(InputError):
     """A labels file is missing or malformed, or names a case, turn, criterion, rubric or label
     that its eval set, traces or config do not have."""

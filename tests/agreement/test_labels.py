@@ -106,7 +106,7 @@ def test_every_bad_reference_is_reported_at_once_at_its_path(tmp_path: Path) -> 
         ("labels[3].label", "expected safe or unsafe; got 'harmless'"),
         ("labels[4].rubric", "rubric_based_final_response_quality_v1 needs a 'rubric' (a rubric id)"),
         ("labels[5].rubric", "no rubric 'is_polite' applies to this turn (answers_the_question)"),
-        ("labels[6].sentence", "hallucinations_v1 needs a 'sentence' (its number or text)"),
+        ("labels[6].label", "expected grounded or ungrounded; got 'supported'"),
         ("labels[7].rubric", "final_response_match_v2 takes no 'rubric'"),
         ("labels[8].criterion",
          f"no labels are taken for 'response_match_score' ({', '.join(LABEL_SETS)})"),
@@ -167,3 +167,22 @@ def test_a_missing_eval_set_or_labels_file_is_an_input_error_naming_both(tmp_pat
 
     with pytest.raises(LabelsError, match=r"missing\.yaml"):
         load_labels(tmp_path / "missing.yaml")
+
+
+def test_hallucinations_are_labelled_per_answer_or_per_sentence_not_both(tmp_path: Path) -> None:
+    labels = [
+        {"case": "greeting", "invocation": 1, "criterion": "hallucinations_v1",
+         "label": "grounded"},
+        {"case": "forecast_paris", "invocation": 1, "criterion": "hallucinations_v1",
+         "sentence": 1, "label": "supported"},
+    ]  # fmt: skip
+    file = _write(tmp_path, labels)
+
+    with pytest.raises(LabelsError) as raised:
+        load_labels(file)
+
+    [problem] = raised.value.problems
+    assert problem.path == "labels[1]"
+    assert "labels hallucinations_v1 per sentence, but labels[0] labels it per answer" in (
+        problem.message
+    )

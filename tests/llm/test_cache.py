@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from _judge_server import JudgeServer, Reply
 
-from assay.llm.base import LlmError, LlmRequest, LlmResponse, TokenUsage
+from assay.llm.base import Choice, LlmError, LlmRequest, LlmResponse, TokenUsage
 from assay.llm.cache import ResponseCache
 
 from .conftest import MakeClient
@@ -126,11 +126,34 @@ def test_a_stored_response_reads_back_whole(tmp_path: Path) -> None:
         model="served-model",
         usage=TokenUsage(prompt_tokens=4, completion_tokens=2, calls=1, retries=1),
         raw={"choices": [{"message": {"content": "ünïcode ✓"}}], "n": 1.5},
+        choices=(
+            Choice(path="verdict", start=3, chosen="yes", probabilities={"yes": 0.75, "no": 0.25}),
+        ),
     )
     with ResponseCache(tmp_path / "c.sqlite") as cache:
         cache.put("key", stored, backend="openai", model="openai:m")
         assert cache.get("key") == stored
         assert cache.get("other") is None
+
+
+def test_a_cache_file_from_before_choices_gains_the_column_and_its_rows_still_read(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    with db:
+        db.execute(
+            "CREATE TABLE responses (key TEXT PRIMARY KEY, backend TEXT NOT NULL, model TEXT NOT"
+            " NULL, response_model TEXT NOT NULL, text TEXT NOT NULL, usage TEXT NOT NULL, raw"
+            " TEXT, created REAL NOT NULL)"
+        )
+        db.execute("INSERT INTO responses VALUES ('old', 'openai', 'm', 'm', 'yes', '{}', NULL, 0)")
+    db.close()
+    with ResponseCache(path) as cache:
+        assert cache.get("old") == LlmResponse(text="yes", model="m")
+        cache.put("new", LlmResponse(text="no", model="m"), backend="b", model="m")
+        assert cache.get("new") == LlmResponse(text="no", model="m")
+        assert not cache.disabled
 
 
 def test_a_row_that_cannot_be_read_back_is_a_miss(tmp_path: Path) -> None:

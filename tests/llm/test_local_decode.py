@@ -206,3 +206,25 @@ def test_schemas_beyond_the_decoder_are_refused_before_any_work(schema: dict[str
 )
 def test_every_judge_schema_of_assay_is_covered(schema: dict[str, Any]) -> None:
     check_schema(schema)
+
+
+def test_each_closed_choice_is_recorded_at_its_path_and_offset_with_option_probabilities() -> None:
+    wanted = (
+        '{"verdicts": [{"id": "b", "rationale": "", "verdict": "no"}, '
+        '{"id": "a", "rationale": "", "verdict": "yes"}]}'
+    )
+    answer, _ = _decode(RUBRICS, wanted, text_limit=0)
+
+    paths = [c.path for c in answer.choices]
+    assert paths == [
+        "verdicts[0].id",
+        "verdicts[0].verdict",
+        "verdicts[1].id",
+        "verdicts[1].verdict",
+    ]
+    for choice in answer.choices:
+        literal = json.dumps(choice.chosen)
+        assert answer.text[choice.start : choice.start + len(literal)] == literal
+        assert sum(choice.probabilities.values()) == pytest.approx(1.0)
+        assert max(choice.probabilities, key=choice.probabilities.__getitem__) == choice.chosen
+    assert [c.chosen for c in answer.choices if c.path.endswith("verdict")] == ["no", "yes"]

@@ -1,44 +1,81 @@
 """``assay judge agree``: score the labelled units of a recorded run with the real metrics and a
 judge, and compare the judge's labels with people's.
 
-The labelled cases are scored as ``assay eval --traces`` scores them (the same metric classes,
-judge pool, retries and cache), with only the labelled criteria; the judge's label of each unit
-is then read off the results: a turn's score (``final_response_match_v2``, ``safety_v1``,
-``per_turn_user_simulator_quality_v1``), a rubric's score in that turn, or the label the
-fact-check gave a sentence. A unit the judge gave no label for (a failed call, an unreadable
-answer, a sentence it did not find) is kept, counted as a disagreement, and listed with why.
+Each labelled criterion is scored, as ``assay eval --traces`` scores it (the same metric class,
+judge pool, retries and cache), on the cases labelled for it only; the judge's label of each
+unit is then read off the results: a turn's score (``final_response_match_v2``, ``safety_v1``,
+``per_turn_user_simulator_quality_v1``, a hallucinations answer), a rubric's score in that turn,
+or the label the fact-check gave a sentence. A unit the judge gave no label for (a failed call,
+an unreadable answer, a sentence it did not find) is kept, counted as a disagreement, and
+listed with why. Beside each label the judge's probability of the positive label is kept where
+its backend gives one (else the share of its samples that voted positive): what ``assay judge
+align`` fits a threshold on.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assay.agreement.labels import LABEL_SETS, Label, LabelledRun, turn_index
+from assay.agreement.labels import ANSWER_LABELS, Label, LabelledRun, label_set, turn_index
 from assay.agreement.stats import Agreement, agreement
 from assay.config import EvalConfig, LlmAsAJudgeCriterion
-from assay.llm.base import TokenUsage
+from assay.llm.base import Choice, TokenUsage
+from assay.metrics.judging import json_objects
+from assay.metrics.notes import InvocationNotes, JudgeSample
 from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate
 
 SENTENCE_CRITERION = "hallucinations_v1"
 
+DECISIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "final_response_match_v2": ("is_the_agent_response_valid", ("valid",)),
+    "rubric_based_final_response_quality_v1": ("verdict", ("yes",)),
+    "rubric_based_tool_use_quality_v1": ("verdict", ("yes",)),
+    "hallucinations_v1": ("label", ("supported", "not_applicable")),
+    "safety_v1": ("verdict", ("safe",)),
+    "per_turn_user_simulator_quality_v1": ("is_valid", ("true",)),
+}
+"""Per criterion, the key of the judge's closed choice that holds its verdict, and the options
+of that choice that are the positive label."""
+
 
 @dataclass(frozen=True)
 class Compared:
-    """One labelled unit: the person's label, the judge's (None: none), and what the judge said."""
+    """One labelled unit: the person's label, the judge's (None: none), and what the judge said.
+
+    ``probability`` is the judge's probability of the positive label (valid, yes, supported or
+    not applicable, grounded, safe), averaged over its samples, where its backend gives
+    log-probabilities; else (``by_votes``) the share of its samples that voted positive; None
+    when neither is known. For an answer labelled grounded or not it is the least of its
+    sentences' probabilities: the answer is grounded when every sentence is."""
 
     label: Label
     judge: str | None
     note: str = ""
+    probability: float | None = None
+    by_votes: bool = False
 
     @property
     def agrees(self) -> bool:
         """The judge gave the person's label."""
         return self.judge == self.label.label
+
+    @property
+    def positive(self) -> str:
+        """The positive label of this unit's criterion (and level: sentence or answer)."""
+        return label_set(self.label.criterion, sentence=self.label.sentence is not None)[0]
+
+    @property
+    def confidence(self) -> float | None:
+        """The judge's probability of the side (positive or not) it gave, where known."""
+        if self.probability is None or self.judge is None:
+            return None
+        return self.probability if self.judge == self.positive else 1.0 - self.probability
 
 
 @dataclass(frozen=True)
@@ -51,16 +88,25 @@ class AgreeReport:
     judges: dict[str, str]
     """Per criterion, the judge that scored it, as the results describe it."""
     usage: TokenUsage
+    judge_models: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Per criterion, the judge's model string as ``--judge-model`` takes it."""
 
     def as_json(self) -> dict[str, Any]:
         """Everything, for ``--json``."""
         return {
             "judges": self.judges,
+            "judge_models": self.judge_models,
             "criteria": {name: _figures(found) for name, found in self.by_criterion.items()},
             "overall": _figures(self.overall),
             "usage": self.usage.model_dump(),
             "units": [
-                {**c.label.model_dump(exclude_none=True), "judge": c.judge, "note": c.note}
+                {
+                    **c.label.model_dump(exclude_none=True),
+                    "judge": c.judge,
+                    "note": c.note,
+                    "probability": c.probability,
+                    "by_votes": c.by_votes,
+                }
                 for c in self.compared
             ],
         }
@@ -75,62 +121,74 @@ def _figures(found: Agreement) -> dict[str, Any]:
 async def agree(
     run: LabelledRun, judges: JudgeSettings, *, num_samples: int | None = None
 ) -> AgreeReport:
-    """Score the labelled cases of ``run`` with its labelled criteria and compare."""
-    wanted = {label.case for label in run.labels}
-    criteria = {label.criterion for label in run.labels}
+    """Score each labelled criterion of ``run`` on the cases labelled for it, and compare."""
+    criteria = list(dict.fromkeys(label.criterion for label in run.labels))
+    jobs = [_job(run, name, num_samples) for name in criteria]
+    results = await evaluate(jobs, run.traces, judges=judges)
+    return compare(run, dict(zip(criteria, results, strict=True)))
+
+
+def _job(run: LabelledRun, criterion: str, num_samples: int | None) -> EvalSetJob:
+    wanted = {label.case for label in run.labels if label.criterion == criterion}
     loaded = run.loaded
     eval_set = loaded.eval_set.model_copy(
         update={"eval_cases": [c for c in loaded.eval_set.eval_cases if c.eval_id in wanted]}
     )
-    config = _only(run.config, criteria, num_samples)
-    job = EvalSetJob(dataclasses.replace(loaded, eval_set=eval_set), config, "labels")
-    [result] = await evaluate([job], run.traces, judges=judges)
-    return compare(run, result)
+    config = _only(run.config, criterion, num_samples)
+    return EvalSetJob(dataclasses.replace(loaded, eval_set=eval_set), config, criterion)
 
 
-def _only(config: EvalConfig, criteria: set[str], num_samples: int | None) -> EvalConfig:
-    kept = {}
-    for name, criterion in config.criteria.items():
-        if name not in criteria:
-            continue
-        if num_samples is not None and isinstance(criterion, LlmAsAJudgeCriterion):
-            options = criterion.judge_model_options.model_copy(update={"num_samples": num_samples})
-            criterion = criterion.model_copy(update={"judge_model_options": options})
-        kept[name] = criterion
-    return config.model_copy(update={"criteria": kept})
+def _only(config: EvalConfig, name: str, num_samples: int | None) -> EvalConfig:
+    criterion = config.criteria[name]
+    if num_samples is not None and isinstance(criterion, LlmAsAJudgeCriterion):
+        options = criterion.judge_model_options.model_copy(update={"num_samples": num_samples})
+        criterion = criterion.model_copy(update={"judge_model_options": options})
+    return config.model_copy(update={"criteria": {name: criterion}})
 
 
-def compare(run: LabelledRun, result: EvalSetResult) -> AgreeReport:
-    """Each label beside the judge's, and the figures per criterion and overall."""
-    cases = {case.eval_id: case for case in result.eval_case_results}
-    compared = tuple(_judged(run, label, cases.get(label.case)) for label in run.labels)
+def compare(run: LabelledRun, results: EvalSetResult | dict[str, EvalSetResult]) -> AgreeReport:
+    """Each label beside the judge's, and the figures per criterion and overall. ``results``
+    is one run scoring every labelled criterion, or one per criterion."""
+    by_name = results if isinstance(results, dict) else {}
+    compared = tuple(
+        _judged(run, label, _cases(by_name.get(label.criterion, results)).get(label.case))
+        for label in run.labels
+    )
     by_criterion = {}
     for name in dict.fromkeys(label.criterion for label in run.labels):
-        pairs = [(c.label.label, c.judge) for c in compared if c.label.criterion == name]
-        by_criterion[name] = agreement(pairs, positive=LABEL_SETS[name][0])
+        units = [c for c in compared if c.label.criterion == name]
+        pairs = [(c.label.label, c.judge) for c in units]
+        by_criterion[name] = agreement(pairs, positive=units[0].positive)
     pooled = [
-        (
-            _side(c.label.criterion, c.label.label),
-            None if c.judge is None else _side(c.label.criterion, c.judge),
-        )
-        for c in compared
+        (_side(c, c.label.label), None if c.judge is None else _side(c, c.judge)) for c in compared
     ]
     usage = TokenUsage()
-    for found in (result.assay.usage if result.assay else {}).values():
-        usage = usage + found
-    judges = {
-        name: info.description or info.model or "no judge"
-        for name, info in (result.assay.judges if result.assay else {}).items()
-        if name in by_criterion
-    }
+    judges: dict[str, str] = {}
+    models: dict[str, str] = {}
+    for result in by_name.values() if by_name else [results]:
+        assert isinstance(result, EvalSetResult)
+        info = result.assay
+        for found in (info.usage if info else {}).values():
+            usage = usage + found
+        for name, judge in (info.judges if info else {}).items():
+            if name in by_criterion:
+                judges[name] = judge.description or judge.model or "no judge"
+                if judge.judge_model or judge.model:
+                    models[name] = judge.judge_model or judge.model or ""
     return AgreeReport(
-        compared, by_criterion, agreement(pooled, positive="positive"), judges, usage
+        compared, by_criterion, agreement(pooled, positive="positive"), judges, usage, models
     )
 
 
-def _side(criterion: str, label: str) -> str:
+def _cases(result: EvalSetResult | dict[str, EvalSetResult] | None) -> dict[str, EvalCaseResult]:
+    if not isinstance(result, EvalSetResult):
+        return {}
+    return {case.eval_id: case for case in result.eval_case_results}
+
+
+def _side(unit: Compared, label: str) -> str:
     """A label as positive or negative, so criteria can be pooled."""
-    return "positive" if label == LABEL_SETS[criterion][0] else "negative"
+    return "positive" if label == unit.positive else "negative"
 
 
 def _judged(run: LabelledRun, label: Label, case: EvalCaseResult | None) -> Compared:
@@ -144,38 +202,171 @@ def _judged(run: LabelledRun, label: Label, case: EvalCaseResult | None) -> Comp
     reason = case.assay.metric_reasons.get(label.criterion) or case.assay.reason or ""
     if found is None:
         return Compared(label, None, reason or "the metric gave no result for the turn")
-    if label.criterion == SENTENCE_CRITERION:
-        return _sentence(label, case, turn, reason)
+    notes = _notes(case, label.criterion, row.actual_invocation.invocation_id, turn)
+    if label.criterion == SENTENCE_CRITERION and label.sentence is not None:
+        return _sentence(label, notes, reason)
     if label.rubric is not None:
         scores = {s.rubric_id: s for s in found.details.rubric_scores or []}
         score = scores.get(label.rubric)
         if score is None or score.score is None:
             return Compared(label, None, reason or "the judge gave no verdict on the rubric")
         said = "yes" if score.score >= 0.5 else "no"
-        return Compared(label, said, score.rationale or "")
+        probability, by_votes = _rubric_probability(notes, label.rubric)
+        return Compared(label, said, score.rationale or "", probability, by_votes)
     if found.score is None:
         return Compared(label, None, reason or "the judge gave no verdict")
-    positive, negative = LABEL_SETS[label.criterion][:2]
+    positive, negative = label_set(label.criterion, sentence=False)[:2]
     threshold = 0.5 if label.criterion == "safety_v1" else 1.0
-    return Compared(label, positive if found.score >= threshold else negative)
+    said = positive if found.score >= threshold else negative
+    if label.criterion in ANSWER_LABELS:
+        return Compared(label, said, _first_unsupported(notes), _answer_probability(notes))
+    probability, by_votes = _unit_probability(label.criterion, notes)
+    return Compared(label, said, _rationale(notes), probability, by_votes)
 
 
-def _sentence(label: Label, case: EvalCaseResult, turn: int, reason: str) -> Compared:
-    notes = case.assay.metrics.get(SENTENCE_CRITERION)
-    entries = notes.per_invocation if notes else []
-    details = entries[turn].details if turn < len(entries) else None
-    sentences: list[dict[str, Any]] = [
+def _notes(
+    case: EvalCaseResult, criterion: str, invocation_id: str, turn: int
+) -> InvocationNotes | None:
+    metric = case.assay.metrics.get(criterion)
+    entries = metric.per_invocation if metric else []
+    same = [n for n in entries if invocation_id and n.invocation_id == invocation_id]
+    if same:
+        return same[0]
+    return entries[turn] if turn < len(entries) else None
+
+
+def _rationale(notes: InvocationNotes | None) -> str:
+    for sample in notes.samples if notes else []:
+        if sample.text:
+            for obj in json_objects(sample.text):
+                for key in ("reasoning", "rationale"):
+                    if isinstance(obj.get(key), str) and obj[key]:
+                        return str(obj[key])
+    return ""
+
+
+def _positive_mass(criterion: str, choice: Choice) -> float:
+    return sum(choice.probability(option) for option in DECISIONS[criterion][1])
+
+
+def _is_field(criterion: str, choice: Choice) -> bool:
+    return choice.path.rsplit(".", 1)[-1] == DECISIONS[criterion][0]
+
+
+def _unit_probability(criterion: str, notes: InvocationNotes | None) -> tuple[float | None, bool]:
+    """The mean over samples of the probability of the positive label of the verdict (the last
+    choice of the verdict's key), or, with no probabilities, the share of positive votes."""
+    samples = notes.samples if notes else []
+    values = []
+    for sample in samples:
+        verdicts = [c for c in sample.choices or [] if _is_field(criterion, c)]
+        if verdicts:
+            values.append(_positive_mass(criterion, verdicts[-1]))
+    if values:
+        return statistics.fmean(values), False
+    return _vote_share(samples), True
+
+
+def _vote_share(samples: Sequence[JudgeSample]) -> float | None:
+    scored = [s.score for s in samples if s.score is not None]
+    if not scored:
+        return None
+    return sum(1 for s in scored if s >= 1.0) / len(scored)
+
+
+def _rubric_probability(notes: InvocationNotes | None, rubric: str) -> tuple[float | None, bool]:
+    values = []
+    votes = []
+    for sample in notes.samples if notes else []:
+        index = _rubric_position(sample.text or "", rubric)
+        if index is None:
+            continue
+        path = f"verdicts[{index}].verdict"
+        chosen = [c for c in sample.choices or [] if c.path == path]
+        if chosen:
+            values.append(chosen[0].probability("yes"))
+        verdict = _rubric_verdict(sample.text or "", index)
+        if verdict is not None:
+            votes.append(1.0 if verdict == "yes" else 0.0)
+    if values:
+        return statistics.fmean(values), False
+    return (statistics.fmean(votes) if votes else None), True
+
+
+def _rubric_entries(text: str) -> list[Any]:
+    for obj in json_objects(text):
+        entries = obj.get("verdicts")
+        if isinstance(entries, list):
+            return entries
+    return []
+
+
+def _rubric_position(text: str, rubric: str) -> int | None:
+    entries = _rubric_entries(text)
+    return next(
+        (i for i, e in enumerate(entries) if isinstance(e, dict) and e.get("id") == rubric), None
+    )
+
+
+def _rubric_verdict(text: str, index: int) -> str | None:
+    entry = _rubric_entries(text)[index]
+    verdict = entry.get("verdict") if isinstance(entry, dict) else None
+    return verdict if isinstance(verdict, str) else None
+
+
+def _answer_probability(notes: InvocationNotes | None) -> float | None:
+    """The least probability, over an answer's sentences, that a sentence is supported or needs
+    no support (from the fact-check's choices); None without probabilities."""
+    values = [
+        _positive_mass(SENTENCE_CRITERION, choice)
+        for sample in (notes.samples if notes else [])
+        for choice in sample.choices or []
+        if _is_field(SENTENCE_CRITERION, choice)
+    ]
+    return min(values) if values else None
+
+
+def _sentences(notes: InvocationNotes | None) -> list[dict[str, Any]]:
+    details = notes.details if notes else None
+    return [
         sentence
         for step in (details or {}).get("steps") or []
         for sentence in step.get("sentences") or []
     ]
+
+
+def _first_unsupported(notes: InvocationNotes | None) -> str:
+    for sentence in _sentences(notes):
+        if sentence.get("label") not in DECISIONS[SENTENCE_CRITERION][1]:
+            return f"{sentence.get('label')}: {sentence.get('sentence', '')}"
+    return ""
+
+
+def _sentence(label: Label, notes: InvocationNotes | None, reason: str) -> Compared:
+    sentences = _sentences(notes)
     chosen = _pick(sentences, label.sentence)
     if chosen is None:
         split = "; ".join(json.dumps(s.get("sentence", "")) for s in sentences) or "none"
         why = reason or f"the judge split the answer into other sentences: {split}"
         return Compared(label, None, why)
     said = chosen.get("label")
-    return Compared(label, said if isinstance(said, str) else None, chosen.get("rationale") or "")
+    index = sentences.index(chosen)
+    path_end = f"sentences[{index}].label"
+    probability = next(
+        (
+            _positive_mass(SENTENCE_CRITERION, c)
+            for sample in (notes.samples if notes else [])
+            for c in sample.choices or []
+            if c.path == path_end
+        ),
+        None,
+    )
+    return Compared(
+        label,
+        said if isinstance(said, str) else None,
+        chosen.get("rationale") or "",
+        probability,
+    )
 
 
 def _pick(sentences: Sequence[dict[str, Any]], wanted: int | str | None) -> dict[str, Any] | None:

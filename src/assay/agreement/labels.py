@@ -19,7 +19,7 @@ relative to the labels file, and lists one label per judged unit. YAML or JSON::
 ``invocation`` is the turn's number from 1 or its ``invocation_id``; ``rubric`` (rubric criteria)
 is the id of a rubric that applies to that turn; ``sentence`` (hallucinations) is its number from
 1 in the answer as the judge splits it, or its text, so it can only be matched when the judge has
-run. Every other reference is checked here, all at once, each problem with the file and the JSON
+run; without it, a hallucinations label is on the whole answer (``grounded``/``ungrounded``). Every other reference is checked here, all at once, each problem with the file and the JSON
 path (:class:`~assay.errors.LabelsError`, exit 2).
 """
 
@@ -68,6 +68,19 @@ LABEL_SETS: dict[str, tuple[str, ...]] = {
     "per_turn_user_simulator_quality_v1": ("yes", "no"),
 }
 """The labels a person may give per criterion; the first is the positive one."""
+
+ANSWER_LABELS: dict[str, tuple[str, ...]] = {"hallucinations_v1": ("grounded", "ungrounded")}
+"""Criteria labelled per sentence that may be labelled per answer instead (no ``sentence``):
+grounded when every sentence is supported or needs no support (a score of 1.0)."""
+
+
+def label_set(criterion: str, *, sentence: bool = True) -> tuple[str, ...]:
+    """The labels of ``criterion``: per sentence (when it has sentences and ``sentence``), else
+    per answer or turn. The first is the positive one."""
+    if not sentence and criterion in ANSWER_LABELS:
+        return ANSWER_LABELS[criterion]
+    return LABEL_SETS[criterion]
+
 
 RUBRIC_TYPES = {
     "rubric_based_final_response_quality_v1": FINAL_RESPONSE_QUALITY,
@@ -137,6 +150,7 @@ def load_labels(path: str | Path) -> LabelledRun:
     run = LabelledRun(file, loaded, config, traces, tuple(parsed.labels), ())
     problems = [p for i, label in enumerate(parsed.labels) for p in _check(run, i, label)]
     problems += _repeated(file, parsed.labels)
+    problems += _mixed(file, parsed.labels)
     if problems:
         raise LabelsError(problems)
     counts = Counter(label.criterion for label in parsed.labels)
@@ -168,17 +182,16 @@ def _check(run: LabelledRun, index: int, label: Label) -> list[Problem]:
         found.append(
             problem("criterion", f"the eval set's config does not use it (criteria: {used})")
         )
-    allowed = LABEL_SETS[label.criterion]
+    allowed = label_set(label.criterion, sentence=label.sentence is not None)
     if label.label not in allowed:
         found.append(problem("label", f"expected {' or '.join(allowed)}; got '{label.label}'"))
     rubric_type = RUBRIC_TYPES.get(label.criterion)
     if (rubric_type is None) != (label.rubric is None):
         need = "needs a 'rubric' (a rubric id)" if rubric_type else "takes no 'rubric'"
         found.append(problem("rubric", f"{label.criterion} {need}"))
-    sentences = label.criterion == "hallucinations_v1"
-    if sentences != (label.sentence is not None):
-        need = "needs a 'sentence' (its number or text)" if sentences else "takes no 'sentence'"
-        found.append(problem("sentence", f"{label.criterion} {need}"))
+    sentences = label.criterion in ANSWER_LABELS
+    if label.sentence is not None and not sentences:
+        found.append(problem("sentence", f"{label.criterion} takes no 'sentence'"))
     case = next((c for c in run.loaded.eval_set.eval_cases if c.eval_id == label.case), None)
     if case is None:
         return [*found, problem("case", f"no case '{label.case}' in {run.loaded.path}")]
@@ -237,4 +250,24 @@ def _repeated(file: Path, labels: list[Label]) -> list[Problem]:
             found.append(Problem(str(file), path, f"labels the same unit as labels[{seen[unit]}]"))
         else:
             seen[unit] = index
+    return found
+
+
+def _mixed(file: Path, labels: list[Label]) -> list[Problem]:
+    """A criterion labelled both per sentence and per answer (their figures cannot be pooled)."""
+    first: dict[str, tuple[bool, int]] = {}
+    found = []
+    for index, label in enumerate(labels):
+        if label.criterion not in ANSWER_LABELS:
+            continue
+        by_sentence = label.sentence is not None
+        seen = first.setdefault(label.criterion, (by_sentence, index))
+        if seen[0] != by_sentence:
+            how = "per sentence" if by_sentence else "per answer"
+            other = "per answer" if by_sentence else "per sentence"
+            message = (
+                f"labels {label.criterion} {how}, but labels[{seen[1]}] labels it {other}; "
+                "a file labels a criterion one way"
+            )
+            found.append(Problem(str(file), format_path(["labels", index]), message))
     return found

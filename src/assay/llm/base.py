@@ -112,11 +112,34 @@ class TokenUsage(_Frozen):
         )
 
 
+class Choice(_Frozen):
+    """One closed choice in a structured answer (a JSON string from an ``enum``, or a boolean),
+    with the model's probability of each option there, where the backend gives them.
+
+    ``path`` is where the value sits in the answer (``verdict``, ``verdicts[1].verdict``);
+    ``start`` is the character offset of its JSON literal in the text (``"valid"``, ``true``);
+    ``chosen`` is the option written; ``probabilities`` maps every option (as a JSON value:
+    ``"valid"``, ``"true"``) to its probability, summing to 1 over the options.
+    """
+
+    path: str
+    start: int
+    chosen: str
+    probabilities: dict[str, float]
+
+    def probability(self, option: str) -> float:
+        """The probability of ``option`` (0 for an option not offered)."""
+        return self.probabilities.get(option, 0.0)
+
+
 class LlmResponse(_Frozen):
     """What a backend returned: the text, the tokens it cost, and the raw body (for debugging).
 
     ``usage`` is the usage of this one response (one call, or one cache hit, plus any retries the
     client needed to get it). ``raw`` never holds request headers, so it never holds a key.
+    ``choices`` are the closed choices of a structured answer with the model's probability of
+    each option, in the order of the text, where the backend gives log-probabilities (the
+    embedded runtime; an OpenAI-compatible server that returns ``logprobs``); else empty.
     """
 
     text: str
@@ -124,6 +147,7 @@ class LlmResponse(_Frozen):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     raw: dict[str, Any] | None = None
     cached: bool = False
+    choices: tuple[Choice, ...] = ()
 
 
 class LlmError(AssayError):

@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
-from assay.llm.base import LlmResponse, TokenUsage
+from assay.llm.base import Choice, LlmResponse, TokenUsage
 
 logger = logging.getLogger(__name__)
 
@@ -39,9 +39,14 @@ CREATE TABLE IF NOT EXISTS responses (
     text TEXT NOT NULL,
     usage TEXT NOT NULL,
     raw TEXT,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    choices TEXT
 )
 """
+_CHOICES = TypeAdapter(list[Choice])
+_CHOICES_COLUMN = "ALTER TABLE responses ADD COLUMN choices TEXT"
+"""Files made before responses kept their choices' probabilities gain the column; their rows
+read back without choices."""
 
 
 class ResponseCache:
@@ -78,7 +83,8 @@ class ResponseCache:
                 return None
             try:
                 row = db.execute(
-                    "SELECT response_model, text, usage, raw FROM responses WHERE key = ?", (key,)
+                    "SELECT response_model, text, usage, raw, choices FROM responses WHERE key = ?",
+                    (key,),
                 ).fetchone()
             except sqlite3.Error as exc:
                 self._disable(exc)
@@ -99,6 +105,7 @@ class ResponseCache:
             if response.raw is None
             else json.dumps(response.raw, ensure_ascii=False, default=str),
             time.time(),
+            json.dumps([c.model_dump() for c in response.choices]) if response.choices else None,
         )
         with self._lock:
             db = self._connection()
@@ -107,8 +114,8 @@ class ResponseCache:
             try:
                 db.execute(
                     "INSERT OR REPLACE INTO responses"
-                    " (key, backend, model, response_model, text, usage, raw, created)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    " (key, backend, model, response_model, text, usage, raw, created, choices)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     values,
                 )
             except sqlite3.Error as exc:
@@ -163,21 +170,27 @@ def _open(path: Path) -> sqlite3.Connection:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute(_SCHEMA)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(responses)")}
+        if "choices" not in columns:
+            db.execute(_CHOICES_COLUMN)
     except sqlite3.Error:
         db.close()
         raise
     return db
 
 
-def _response_from_row(row: tuple[str, str, str, str | None]) -> LlmResponse | None:
+def _response_from_row(
+    row: tuple[str, str, str, str | None, str | None],
+) -> LlmResponse | None:
     """A stored row as a response; None if the row cannot be read back (treated as a miss)."""
-    response_model, text, usage, raw = row
+    response_model, text, usage, raw, choices = row
     try:
         return LlmResponse(
             text=text,
             model=response_model,
             usage=TokenUsage.model_validate_json(usage),
             raw=None if raw is None else json.loads(raw),
+            choices=tuple(_CHOICES.validate_json(choices)) if choices else (),
         )
     except (ValueError, ValidationError):
         return None

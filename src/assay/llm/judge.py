@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from assay.llm.base import LlmRequest, LlmResponse, UsageLedger
+from assay.llm.base import LlmRequest, LlmResponse, Message, UsageLedger
+from assay.llm.profile import CriterionProfile
 
 
 class LlmCaller(Protocol):
@@ -31,12 +32,24 @@ class LlmCaller(Protocol):
 @dataclass
 class Judge:
     """An LLM client bound to one metric. ``source`` says why this model was chosen
-    (``--judge-model``, ``ASSAY_JUDGE_MODEL``, ``config``, ``default``, ``embedded``)."""
+    (``--judge-model``, ``ASSAY_JUDGE_MODEL``, ``config``, ``default``, ``embedded``).
+
+    With a ``profile`` (this metric's rule from a judge profile, :mod:`assay.llm.profile`), the
+    request's instructions are followed by the profile's exemplars (never one from the case
+    judged) and each answer's choices are decided by the profile's threshold."""
 
     client: LlmCaller
     metric: str
     source: str = "config"
     ledger: UsageLedger = field(default_factory=UsageLedger)
+    profile: CriterionProfile | None = None
+
+    @property
+    def vote_share(self) -> float | None:
+        """The share of positive votes a verdict needs, when a votes profile sets one."""
+        if self.profile is None or self.profile.decision != "votes":
+            return None
+        return self.profile.threshold
 
     @property
     def model(self) -> str:
@@ -45,6 +58,19 @@ class Judge:
 
     async def ask(self, request: LlmRequest, *, sample: int, case_id: str) -> LlmResponse:
         """Send one sample of ``request``; its usage is counted against this metric and case."""
+        profile = self.profile
+        if profile is not None and profile.exemplars:
+            request = _with_exemplars(request, profile, case_id)
         response = await self.client.generate(request, sample=sample)
         self.ledger.add(self.metric, case_id, response.usage)
-        return response
+        return response if profile is None else profile.decide(response)
+
+
+def _with_exemplars(request: LlmRequest, profile: CriterionProfile, case_id: str) -> LlmRequest:
+    messages = list(request.messages)
+    if messages and messages[0].role == "system":
+        system = profile.system(messages[0].content, exclude_case=case_id)
+        messages[0] = messages[0].model_copy(update={"content": system})
+    else:
+        messages.insert(0, Message(role="system", content=profile.system("", exclude_case=case_id)))
+    return request.model_copy(update={"messages": tuple(messages)})

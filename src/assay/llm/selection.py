@@ -37,6 +37,7 @@ from assay.llm.cache import ResponseCache
 from assay.llm.client import LlmClient, RetryPolicy
 from assay.llm.judge import Judge
 from assay.llm.models import DEFAULT_MODEL, builtin_model, installed
+from assay.llm.profile import CriterionProfile, JudgeProfile
 from assay.llm.redact import redact
 from assay.llm.registry import resolve_backend
 
@@ -183,8 +184,13 @@ class JudgePool:
         retry: RetryPolicy | None = None,
         cache: ResponseCache | None = None,
         backend_factory: Callable[[str], LlmBackend] | None = None,
+        profile: JudgeProfile | None = None,
     ) -> None:
         self.override = override
+        self.profile = profile
+        self.unprofiled: dict[str, str] = {}
+        """Metrics the profile has a rule for but whose judge is another model than it was
+        fitted for (so it was not applied), with that model."""
         self.env: Mapping[str, str] = dict(os.environ) if env is None else env
         self.concurrency = concurrency
         self.timeout_s = timeout_s
@@ -204,7 +210,18 @@ class JudgePool:
         resolved = self._resolve(choice.model)
         if resolved.client is None:
             return resolved.reason or f"judge {choice.model} unavailable"
-        return Judge(resolved.client, metric, choice.source, self.ledger)
+        return Judge(
+            resolved.client, metric, choice.source, self.ledger, self.profile_for(metric, choice)
+        )
+
+    def profile_for(self, metric: str, choice: JudgeChoice) -> CriterionProfile | None:
+        """``metric``'s rule from the profile, when the profile was fitted for the judge chosen."""
+        if self.profile is None or self.profile.for_criterion(metric) is None:
+            return None
+        if judged_model(choice.model) != self.profile.judge_model:
+            self.unprofiled[metric] = judged_model(choice.model)
+            return None
+        return self.profile.for_criterion(metric)
 
     def models(self) -> dict[str, JudgeChoice]:
         """The judge chosen for each metric asked about so far."""

@@ -126,13 +126,16 @@ def parse_verdict(text: str) -> Parsed[float]:
     return Parsed(score, score=score, verdict="valid" if score == 1.0 else "invalid")
 
 
-def _vote(outcomes: Sequence[SampleOutcome[float]]) -> tuple[float | None, str | None]:
-    """The invocation's score by majority vote, or None and the reason."""
+def _vote(
+    outcomes: Sequence[SampleOutcome[float]], share: float | None = None
+) -> tuple[float | None, str | None]:
+    """The invocation's score by majority vote (or a votes profile's ``share``), or None and
+    the reason."""
     failure = call_failure(outcomes)
     if failure is not None:
         return None, failure
     scores = [outcome.value for outcome in outcomes]
-    score = scores[majority_index(scores)] if scores else None
+    score = scores[majority_index(scores, share)] if scores else None
     if score is None:
         return None, f"no verdict found in any of the {len(outcomes)} judge answers"
     return score, None
@@ -195,7 +198,7 @@ class FinalResponseMatchV2Metric:
             parse=parse_verdict,
             semaphore=semaphore,
         )
-        score, reason = _vote(outcomes)
+        score, reason = _vote(outcomes, self.judge.vote_share)
         status = status_for(score, self.criterion.threshold)
         notes = InvocationNotes(
             invocation_id=actual.invocation_id,

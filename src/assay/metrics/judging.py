@@ -105,6 +105,7 @@ async def _one_sample(
         text=response.text,
         reason=parsed.reason,
         cached=response.cached,
+        choices=list(response.choices) or None,
     )
     return SampleOutcome(parsed.value, note, response.usage)
 
@@ -123,14 +124,18 @@ def call_failure(outcomes: Sequence[SampleOutcome[T]]) -> str | None:
     return None
 
 
-def majority_index(scores: Sequence[float | None]) -> int:
+def majority_index(scores: Sequence[float | None], share: float | None = None) -> int:
     """ADK's vote over sample scores: the first 1.0 sample if 1.0s outnumber 0.0s, else the first
     0.0 sample (a tie counts as 0.0); with neither, the first sample. Scores other than 1.0 count
-    as negative; None is ignored."""
+    as negative; None is ignored. With ``share`` (a votes judge profile's threshold), the 1.0s win
+    when they are at least that share of the counted samples."""
     positive = [i for i, s in enumerate(scores) if s is not None and s == 1.0]
     negative = [i for i, s in enumerate(scores) if s is not None and s != 1.0]
     if not positive and not negative:
         return 0
+    if share is not None:
+        wins = len(positive) / (len(positive) + len(negative)) >= share
+        return positive[0] if wins and positive else (negative or positive)[0]
     if len(positive) > len(negative):
         return positive[0]
     return negative[0]

@@ -12,14 +12,16 @@ from typing import Any
 from pydantic import Field
 
 from assay.evalset._base import AssayModel
-from assay.llm.base import TokenUsage
+from assay.llm.base import Choice, TokenUsage
 
 
 class JudgeSample(AssayModel):
     """One judge call for one invocation.
 
     ``score`` is None when the call failed (``error``) or its text could not be parsed
-    (``reason``); ``text`` is the judge's raw answer, kept whenever there is one.
+    (``reason``); ``text`` is the judge's raw answer, kept whenever there is one. ``choices``
+    are the answer's closed choices with the judge's probability of each option, where its
+    backend gives them (what ``assay judge align`` fits a threshold on).
     """
 
     sample: int
@@ -29,6 +31,7 @@ class JudgeSample(AssayModel):
     reason: str | None = None
     error: str | None = None
     cached: bool = False
+    choices: list[Choice] | None = None
 
 
 class InvocationNotes(AssayModel):

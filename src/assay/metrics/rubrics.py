@@ -258,14 +258,15 @@ def sample_parser(rubrics: Sequence[Rubric]) -> Callable[[str], Parsed[SampleVer
 # --------------------------------------------------------------------------- vote and summary
 
 
-def vote(samples: Sequence[SampleVerdicts | None]) -> list[RubricScore]:
-    """One score per rubric by majority over the samples' entries, rubrics in order of first
-    appearance; ties go to "no" (see :func:`~assay.metrics.judging.majority_index`)."""
+def vote(samples: Sequence[SampleVerdicts | None], share: float | None = None) -> list[RubricScore]:
+    """One score per rubric by majority over the samples' entries (or a votes profile's
+    ``share``), rubrics in order of first appearance; ties go to "no" (see
+    :func:`~assay.metrics.judging.majority_index`)."""
     entries: dict[str, list[RubricScore]] = {}
     for sample in samples:
         for score in sample.scores if sample is not None else []:
             entries.setdefault(score.rubric_id, []).append(score)
-    return [found[majority_index([s.score for s in found])] for found in entries.values()]
+    return [found[majority_index([s.score for s in found], share)] for found in entries.values()]
 
 
 def summarize(
@@ -468,7 +469,7 @@ class _RubricMetric:
             semaphore=semaphore,
         )
         failure = call_failure(outcomes)
-        voted = [] if failure else vote([o.value for o in outcomes])
+        voted = [] if failure else vote([o.value for o in outcomes], self.judge.vote_share)
         score = _mean(voted)
         reason = failure
         if reason is None and not voted:

@@ -154,10 +154,13 @@ def parse_verdict(text: str) -> Parsed[TurnVerdict]:
     return Parsed(TurnVerdict(score, failed), score=score, verdict=verdict)
 
 
-def _vote(outcomes: Sequence[SampleOutcome[TurnVerdict]]) -> tuple[float | None, str | None]:
-    """The turn's score by ADK's majority vote, or None and the reason."""
+def _vote(
+    outcomes: Sequence[SampleOutcome[TurnVerdict]], share: float | None = None
+) -> tuple[float | None, str | None]:
+    """The turn's score by ADK's majority vote (or a votes profile's ``share``), or None and the
+    reason."""
     scores = [outcome.value.score if outcome.value else None for outcome in outcomes]
-    score = scores[majority_index(scores)] if scores else None
+    score = scores[majority_index(scores, share)] if scores else None
     if score is None:
         return None, f"no verdict found in any of the {len(outcomes)} judge answers"
     return score, None
@@ -307,7 +310,7 @@ class UserSimulatorQualityMetric:
             parse=parse_verdict,
             semaphore=prompting.semaphore,
         )
-        score, reason = _vote(outcomes)
+        score, reason = _vote(outcomes, self.judge.vote_share)
         result = PerInvocationResult(invocation, score=score)
         result.status = status_for(score, self.criterion.threshold)
         notes = InvocationNotes(

@@ -25,6 +25,7 @@ from assay.evalset.case import EvalCase
 from assay.evalset.io import LoadedEvalSet
 from assay.llm.base import TokenUsage
 from assay.llm.judge import Judge
+from assay.llm.profile import JudgeProfile
 from assay.metrics.registry import JudgeProvider, MetricRegistry, default_registry
 from assay.results.captured import Captures
 from assay.results.model import SIMULATOR, EvalCaseResult, EvalSetResult, JudgeInfo, SetNotes
@@ -71,6 +72,9 @@ class JudgeSettings:
     cache: bool = True
     cache_path: Path | None = None
     env: Mapping[str, str] | None = None
+    profile: JudgeProfile | None = None
+    """A judge profile (``--judge-profile``): the fitted decision rule of each criterion it
+    covers, applied where the judge is the model it was fitted for."""
 
 
 class _RecordingProvider:
@@ -274,6 +278,7 @@ async def _with_judge_pool(
         timeout_s=settings.timeout_s,
         retry=RetryPolicy(max_attempts=settings.max_attempts),
         cache=cache,
+        profile=settings.profile,
     )
     try:
         return await run(pool)

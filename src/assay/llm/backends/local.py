@@ -283,6 +283,7 @@ def _schema_complete(
         text=answer.text,
         model=model,
         usage=TokenUsage(**usage, calls=1),
+        choices=tuple(answer.choices),
         raw={
             "finish_reason": "stop" if answer.complete else "length",
             "decoder": "schema",

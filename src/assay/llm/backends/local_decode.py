@@ -30,6 +30,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from assay.llm.base import Choice
+
 TOP_K = 40
 """Free text sampled at a temperature above 0 draws from this many most likely tokens."""
 _TEXT_SCAN = 64
@@ -128,6 +130,8 @@ class Decoded:
     complete: bool
     decisions: int
     batches: int
+    choices: list[Choice] = field(default_factory=list)
+    """The closed choices written, each option's probability (see :class:`Choice`)."""
 
 
 @dataclass
@@ -143,6 +147,7 @@ class _Decoder:
     spent: int = 0
     decisions: int = 0
     batches: int = 0
+    choices: list[Choice] = field(default_factory=list)
 
     # The answer and the model's view of it --------------------------------------------------
 
@@ -171,12 +176,15 @@ class _Decoder:
         weights = np.exp(top - top.max())
         return int(order[self.rng.choice(len(order), p=weights / weights.sum())])
 
-    def choose(self, options: Sequence[str]) -> int:
-        """Write the option the model prefers after the pending text; return its index."""
+    def choose(self, options: Sequence[str], path: str | None = None) -> int:
+        """Write the option the model prefers after the pending text; return its index. With a
+        ``path``, the choice is recorded with each option's probability (see :class:`Choice`)."""
         self.decisions += 1
+        start = sum(len(part) for part in self.answer)
         encoded = [o.encode("utf-8") for o in options]
         paths = [self.model.tokenize(self.pending + o) for o in encoded]
         alive = list(range(len(options)))
+        mass = [1.0] * len(options)
         step = 0
         while len(alive) > 1:
             ended = [i for i in alive if len(paths[i]) == step]
@@ -189,12 +197,28 @@ class _Decoder:
             else:
                 self._flush()
                 scores = self.model.logprobs(nexts, every=self.temperature > 0)
-                token = nexts[self._pick(scores)]
+                picked = self._pick(scores)
+                token = nexts[picked]
+                _share(mass, [(i, nexts.index(paths[i][step])) for i in alive], scores, picked)
             self.unfed.append(token)
             self._spend(1)
             alive = [i for i in alive if paths[i][step] == token]
             step += 1
         winner = alive[0]
+        if path is not None:
+            for i in alive[1:]:  # a shorter option was taken over these
+                mass[i] = 0.0
+            total = sum(mass) or 1.0
+            self.choices.append(
+                Choice(
+                    path=path,
+                    start=start,
+                    chosen=option_value(options[winner]),
+                    probabilities={
+                        option_value(o): m / total for o, m in zip(options, mass, strict=True)
+                    },
+                )
+            )
         fed = b"".join(self.model.piece(t) for t in paths[winner][:step])
         whole = self.pending + encoded[winner]
         # What the model has not seen yet stays pending, to be tokenized with what follows.
@@ -245,7 +269,7 @@ class _Decoder:
 
     # The schema walk -------------------------------------------------------------------------
 
-    def value(self, schema: Mapping[str, Any], opened: bool = False) -> None:
+    def value(self, schema: Mapping[str, Any], opened: bool = False, path: str = "") -> None:
         if "const" in schema:
             self.emit(json.dumps(schema["const"], ensure_ascii=False))
             return
@@ -254,15 +278,15 @@ class _Decoder:
             if len(options) == 1:
                 self.emit(options[0])
             else:
-                self.choose(options)
+                self.choose(options, path)
             return
         kind = _kind(schema, "$")
         if kind == "object":
-            self._object(schema, opened)
+            self._object(schema, opened, path)
         elif kind == "array":
-            self._array(schema, opened)
+            self._array(schema, opened, path)
         elif kind == "boolean":
-            self.choose(["true", "false"])
+            self.choose(["true", "false"], path)
         elif kind == "null":
             self.emit("null")
         else:
@@ -278,15 +302,15 @@ class _Decoder:
             self.emit('"')
         self.free_text(limit if limit is not None and limit > 0 else None)
 
-    def _object(self, schema: Mapping[str, Any], opened: bool) -> None:
+    def _object(self, schema: Mapping[str, Any], opened: bool, path: str) -> None:
         if not opened:
             self.emit("{")
         for index, (key, sub) in enumerate((schema.get("properties") or {}).items()):
             self.emit(("" if index == 0 else ", ") + json.dumps(key, ensure_ascii=False) + ": ")
-            self.value(sub)
+            self.value(sub, path=f"{path}.{key}" if path else key)
         self.emit("}")
 
-    def _array(self, schema: Mapping[str, Any], opened: bool) -> None:
+    def _array(self, schema: Mapping[str, Any], opened: bool, path: str) -> None:
         items = schema["items"]
         least = int(schema.get("minItems", 0))
         most = int(schema.get("maxItems", 1 << 30))
@@ -299,13 +323,41 @@ class _Decoder:
                 go_on = (", " if count else "") + opener
                 if self.choose([go_on, "]"]) == 1:
                     return
-                self.value(items, opened=True)
+                self.value(items, opened=True, path=f"{path}[{count}]")
             else:
                 if count:
                     self.emit(", ")
-                self.value(items)
+                self.value(items, path=f"{path}[{count}]")
             count += 1
         self.emit("]")
+
+
+def option_value(literal: str) -> str:
+    """An option as :class:`Choice` names it: a JSON string's value, any other literal as is."""
+    value = json.loads(literal)
+    return value if isinstance(value, str) else literal
+
+
+def _share(
+    mass: list[float],
+    tokens: Sequence[tuple[int, int]],
+    scores: npt.NDArray[np.float64],
+    taken: int,
+) -> None:
+    """Multiply each option's probability by its next token's, at a step where the options
+    still alive go different ways. ``tokens`` pairs each option with its token's index into
+    ``scores``; options leaving here (their token not ``taken``) that share a token split its
+    probability evenly, as what follows it is never asked."""
+    finite = np.where(np.isfinite(scores), scores, -np.inf)
+    top = finite.max()
+    weights = np.exp(finite - top) if np.isfinite(top) else np.ones_like(finite)
+    probabilities = weights / weights.sum()
+    sharing: dict[int, int] = {}
+    for _, index in tokens:
+        sharing[index] = sharing.get(index, 0) + 1
+    for option, index in tokens:
+        share = float(probabilities[index])
+        mass[option] *= share if index == taken else share / sharing[index]
 
 
 def _closing_quote(content: bytes, piece: bytes) -> int | None:
@@ -362,4 +414,6 @@ def decode(
         complete = True
     except AnswerTooLong:
         complete = False
-    return Decoded("".join(decoder.answer), complete, decoder.decisions, decoder.batches)
+    return Decoded(
+        "".join(decoder.answer), complete, decoder.decisions, decoder.batches, decoder.choices
+    )

@@ -26,6 +26,7 @@ import httpx
 
 from assay._version import __version__
 from assay.llm.base import LlmCallError, LlmRequest, LlmResponse, LlmUnavailableError, TokenUsage
+from assay.llm.choices import choices_from_logprobs, tokens_from_openai
 from assay.llm.connection import connect_reason
 from assay.llm.redact import MIN_SECRET_LENGTH, redact
 
@@ -34,6 +35,9 @@ OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
 _BODY_PREFIX = 200
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 _SCHEMA_WORDS = ("response_format", "json_schema")
+_LOGPROBS_WORDS = ("logprobs",)
+TOP_LOGPROBS = 10
+"""Alternatives asked for at each answer token (OpenAI allows up to 20)."""
 
 
 class OpenAICompatBackend:
@@ -61,6 +65,7 @@ class OpenAICompatBackend:
         self._timeout_s = timeout_s
         self._http: httpx.AsyncClient | None = None
         self._schema_supported = True
+        self._logprobs_supported = True
 
     @property
     def name(self) -> str:
@@ -82,15 +87,31 @@ class OpenAICompatBackend:
         return {"base_url": self._base_url}
 
     async def generate(self, request: LlmRequest) -> LlmResponse:
-        """One chat completion; raises :class:`LlmCallError` on any failure."""
+        """One chat completion; raises :class:`LlmCallError` on any failure.
+
+        A structured request also asks for the log-probabilities of the answer's tokens
+        (``logprobs``, ``top_logprobs``: :data:`TOP_LOGPROBS`), from which the response's
+        :attr:`~assay.llm.base.LlmResponse.choices` are read; a server that refuses them is
+        asked again at once without, and not offered them again."""
         with_schema = request.response_schema is not None and self._schema_supported
         response = await self._post(self.request_body(request, with_schema=with_schema))
-        if with_schema and _rejects_schema(response):
+        if with_schema and _rejects(response, _SCHEMA_WORDS):
             self._schema_supported = False
+            with_schema = False
             response = await self._post(self.request_body(request, with_schema=False))
+        if _rejects(response, _LOGPROBS_WORDS) and self._wants_logprobs(request):
+            self._logprobs_supported = False
+            response = await self._post(self.request_body(request, with_schema=with_schema))
         if response.status_code >= 400:
             raise self._status_error(response)
-        return self._parse(response)
+        return self._parse(response, request)
+
+    def _wants_logprobs(self, request: LlmRequest) -> bool:
+        return (
+            self._logprobs_supported
+            and request.response_schema is not None
+            and "logprobs" not in request.params
+        )
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""
@@ -118,6 +139,9 @@ class OpenAICompatBackend:
                     "strict": True,
                 },
             }
+        if self._wants_logprobs(request):
+            body["logprobs"] = True
+            body["top_logprobs"] = TOP_LOGPROBS
         body.update({k: v for k, v in request.params.items() if k not in ("model", "messages")})
         return body
 
@@ -152,7 +176,7 @@ class OpenAICompatBackend:
                 f"connection to {self._base_url} failed: {reason}", retryable=True
             ) from None
 
-    def _parse(self, response: httpx.Response) -> LlmResponse:
+    def _parse(self, response: httpx.Response, request: LlmRequest | None = None) -> LlmResponse:
         try:
             data = response.json()
         except ValueError:
@@ -169,11 +193,14 @@ class OpenAICompatBackend:
         if self._api_key and self._api_key in response.text:  # never keep an echoed key
             data = json.loads(redact(response.text, self._secrets()))
         model = data.get("model")
+        tokens = tokens_from_openai(choices[0].get("logprobs"))
+        schema = request.response_schema if request is not None else None
         return LlmResponse(
             text=text,
             model=model if isinstance(model, str) and model else self._server_model,
             usage=_usage(data.get("usage")),
             raw=data,
+            choices=choices_from_logprobs(text, schema, tokens) if tokens else (),
         )
 
     async def post_chat(self, body: dict[str, Any], read: Callable[[Any], T | None]) -> T:
@@ -284,12 +311,12 @@ def _host(url: str) -> str:
         return ""
 
 
-def _rejects_schema(response: httpx.Response) -> bool:
-    """A 400/422 whose body complains about structured output."""
+def _rejects(response: httpx.Response, words: tuple[str, ...]) -> bool:
+    """A 400/422 whose body complains about one of ``words`` (a feature the server lacks)."""
     if response.status_code not in (400, 422):
         return False
     text = response.text.lower()
-    return any(word in text for word in _SCHEMA_WORDS)
+    return any(word in text for word in words)
 
 
 T = TypeVar("T")

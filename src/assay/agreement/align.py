@@ -1,0 +1,196 @@
+"""``assay judge align``: fit, per criterion, the decision threshold that makes a judge agree
+best with a team's labels, measured by cross-validation, and write it as a judge profile.
+
+The judge is run once on the labelled units (:func:`~assay.agreement.agree.agree`); each unit
+then has the judge's probability of the positive label (from log-probabilities, or the share of
+positive votes where the backend gives none). The threshold is the one that maximises Cohen's
+kappa on the units it is fitted on (ties: the higher agreement, then the middle of the tied
+range). "Before" is the judge as it decides unaided; "after" is measured on held-out units only:
+the units are split into stratified folds, each fold's units are decided by the threshold
+fitted on the other folds, and the held-out decisions are pooled. The profile's threshold is
+then fitted on every unit.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from assay.agreement.agree import DECISIONS, AgreeReport, Compared
+from assay.agreement.labels import label_set
+from assay.agreement.stats import Agreement, agreement, cohen_kappa
+from assay.llm.profile import CriterionProfile, JudgeProfile
+
+FOLDS = 5
+STABLE_SPREAD = 0.1
+"""A fit is called stable when the thresholds fitted on random halves of that many labels lie
+within this of each other (the middle 80% of them)."""
+_SIZES = (10, 20, 30, 40, 60, 80, 120, 160, 240, 320)
+_DRAWS = 50
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """What alignment found for one criterion."""
+
+    criterion: str
+    decision: str | None
+    """``probability``, ``votes``, or None when nothing could be fitted (see ``note``)."""
+    threshold: float | None
+    before: Agreement
+    after: Agreement
+    """Cross-validated: each unit decided by a threshold fitted without it."""
+    fold_thresholds: tuple[float, ...] = ()
+    stable_from: int | None = None
+    """The fewest labels at which a fit was stable (see :data:`STABLE_SPREAD`), if any size
+    up to the labels given was."""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def fit_threshold(units: Sequence[tuple[bool, float]]) -> float:
+    """The threshold on probability that maximises kappa between people's side (True:
+    positive) and ``probability >= threshold`` (ties: the higher agreement, then the middle of
+    the best range)."""
+    values = sorted({p for _, p in units})
+    candidates = [0.0] + [(a + b) / 2 for a, b in itertools.pairwise(values)] + [1.0]
+    best: tuple[float, float] | None = None
+    tied: list[float] = []
+    for threshold in candidates:
+        said = [(person, p >= threshold) for person, p in units]
+        kappa = cohen_kappa([(str(a), str(b)) for a, b in said])
+        rate = sum(a == b for a, b in said) / len(said)
+        score = (-1.0 if kappa is None else kappa, rate)
+        if best is None or score > best:
+            best, tied = score, [threshold]
+        elif score == best:
+            tied.append(threshold)
+    return tied[len(tied) // 2] if tied else 0.5
+
+
+def _folds(units: Sequence[tuple[bool, float]], folds: int, seed: int) -> list[int]:
+    """A stratified fold number per unit."""
+    rng = random.Random(seed)
+    out = [0] * len(units)
+    for side in (True, False):
+        indices = [i for i, (person, _) in enumerate(units) if person is side]
+        rng.shuffle(indices)
+        for rank, index in enumerate(indices):
+            out[index] = rank % folds
+    return out
+
+
+def cross_validated(
+    units: Sequence[tuple[bool, float]], folds: int = FOLDS, seed: int = 0
+) -> tuple[list[bool], list[float]]:
+    """Each unit decided by the threshold fitted on the other folds, and those thresholds."""
+    fold_of = _folds(units, min(folds, len(units)), seed)
+    decided = [False] * len(units)
+    thresholds = []
+    for fold in sorted(set(fold_of)):
+        train = [u for u, f in zip(units, fold_of, strict=True) if f != fold]
+        if not train:
+            continue
+        threshold = fit_threshold(train)
+        thresholds.append(threshold)
+        for index, f in enumerate(fold_of):
+            if f == fold:
+                decided[index] = units[index][1] >= threshold
+    return decided, thresholds
+
+
+def stable_from(units: Sequence[tuple[bool, float]], seed: int = 0) -> int | None:
+    """The fewest labels (of a few sizes up to those given) at which thresholds fitted on random
+    draws of that many agree within :data:`STABLE_SPREAD` (middle 80%)."""
+    rng = random.Random(seed)
+    for size in (s for s in _SIZES if s <= len(units)):
+        fitted = sorted(fit_threshold(rng.sample(list(units), size)) for _ in range(_DRAWS))
+        low, high = fitted[_DRAWS // 10], fitted[_DRAWS - 1 - _DRAWS // 10]
+        if high - low <= STABLE_SPREAD:
+            return size
+    return None
+
+
+def fit_criterion(criterion: str, compared: Sequence[Compared]) -> Fitted:
+    """Fit one criterion's threshold on its labelled units (see the module docs)."""
+    positive = compared[0].positive if compared else ""
+    before = agreement([(c.label.label, c.judge) for c in compared], positive=positive)
+    usable = [c for c in compared if c.probability is not None]
+    notes: list[str] = []
+    by_votes = any(c.by_votes for c in usable)
+    if by_votes:
+        notes.append(
+            "the judge's backend gave no log-probabilities: the threshold is on the share of "
+            "positive votes over num_samples"
+        )
+        if all(c.probability in (0.0, 1.0) for c in usable):
+            notes.append("with one sample per unit a vote share is 0 or 1: ask for more samples")
+    sides = {c.label.label == positive for c in usable}
+    if len(usable) < 2 or len(sides) < 2:
+        notes.append("too few labelled units with a judge probability on both sides to fit")
+        return Fitted(criterion, None, None, before, before, notes=tuple(notes))
+    units = [(c.label.label == positive, c.probability or 0.0) for c in usable]
+    decided, thresholds = cross_validated(units)
+    negative = _negative(compared, positive)
+    held_out = dict(zip((id(c) for c in usable), decided, strict=True))
+    pairs: list[tuple[str, str | None]] = []
+    for c in compared:
+        if id(c) in held_out:
+            pairs.append((c.label.label, positive if held_out[id(c)] else negative))
+        else:
+            pairs.append((c.label.label, None))
+    after = agreement(pairs, positive=positive)
+    return Fitted(
+        criterion,
+        "votes" if by_votes else "probability",
+        fit_threshold(units),
+        before,
+        after,
+        tuple(thresholds),
+        stable_from(units),
+        tuple(notes),
+    )
+
+
+def _negative(compared: Sequence[Compared], positive: str) -> str:
+    first = compared[0]
+    labels = label_set(first.label.criterion, sentence=first.label.sentence is not None)
+    return next(label for label in labels if label != positive)
+
+
+def align(report: AgreeReport, *, labels: dict[str, str]) -> tuple[JudgeProfile, list[Fitted]]:
+    """Fit every labelled criterion of ``report``; the profile holds those a threshold was
+    fitted for. ``labels`` names the labels file (``path``, ``sha256``)."""
+    fitted = []
+    criteria: dict[str, CriterionProfile] = {}
+    for name in report.by_criterion:
+        units = [c for c in report.compared if c.label.criterion == name]
+        found = fit_criterion(name, units)
+        fitted.append(found)
+        if found.decision is None or found.threshold is None:
+            continue
+        key, positive = DECISIONS[name]
+        criteria[name] = CriterionProfile(
+            decision="probability" if found.decision == "probability" else "votes",
+            field=key,
+            positive=list(positive),
+            threshold=round(found.threshold, 4),
+            fit=_fit_record(found),
+        )
+    models = set(report.judge_models.values())
+    judge_model = models.pop() if len(models) == 1 else ""
+    return JudgeProfile(judge_model=judge_model, labels=labels, criteria=criteria), fitted
+
+
+def _fit_record(found: Fitted) -> dict[str, object]:
+    def figures(a: Agreement) -> dict[str, object]:
+        return {"labels": a.pairs, "agreement": a.rate, "kappa": a.kappa}
+
+    return {
+        "folds": len(found.fold_thresholds),
+        "fold_thresholds": [round(t, 4) for t in found.fold_thresholds],
+        "before": figures(found.before),
+        "after_cross_validated": figures(found.after),
+        "stable_from_labels": found.stable_from,
+    }

@@ -1,0 +1,156 @@
+"""A judge profile: what ``assay judge align`` learned about one judge and a team's labels, and
+how a judge's answer is decided with it.
+
+A profile (JSON) holds, per criterion, the decision rule fitted for that judge model::
+
+    {
+      "format": "assay-judge-profile/1",
+      "judge_model": "local:qwen2.5-coder-1.5b",
+      "criteria": {
+        "safety_v1": {"decision": "probability", "field": "verdict",
+                      "positive": ["safe"], "threshold": 0.21, "exemplars": [...], "fit": {...}}
+      }
+    }
+
+* ``decision: probability``: each closed choice of the judge's answer whose key is ``field``
+  (``verdict``, ``is_the_agent_response_valid``, ``label``, ``is_valid``) is decided anew from
+  the judge's probabilities (:attr:`~assay.llm.base.LlmResponse.choices`): one of ``positive``
+  when their probability together reaches ``threshold``, else the likeliest other option; the
+  answer's text is rewritten to say so, so every metric reads it as it reads any answer. An
+  answer without probabilities (a backend that gives none, a cached answer from before) is left
+  as the judge wrote it, and the sample is marked undecided by the profile.
+* ``decision: votes``: the backend gives no probabilities, so the metric's samples vote with
+  ``threshold`` as the share of positive votes that makes the verdict positive
+  (:meth:`CriterionProfile.positive_by_votes`).
+* ``exemplars`` are judged examples from the labels, shown to the judge after its instructions
+  (:meth:`CriterionProfile.system`).
+
+With no profile every criterion scores exactly as ADK's semantics say.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from assay._files import load_data
+from assay.errors import ProfileError, problems_from_validation
+from assay.llm.base import LlmResponse
+from assay.llm.choices import rewrite
+
+FORMAT: Literal["assay-judge-profile/1"] = "assay-judge-profile/1"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Exemplar(_Strict):
+    """A judged example shown to the judge: what it reads and the verdict people gave."""
+
+    input: str
+    verdict: str
+    case: str | None = None
+    """The labelled case it came from (an aligned judge is never shown the case it judges)."""
+
+
+class CriterionProfile(_Strict):
+    """The decision rule fitted for one criterion."""
+
+    decision: Literal["probability", "votes"]
+    field: str
+    positive: list[str] = Field(min_length=1)
+    threshold: float = Field(ge=0.0, le=1.0)
+    exemplars: list[Exemplar] = Field(default_factory=list)
+    fit: dict[str, Any] = Field(default_factory=dict)
+    """How it was fitted and what it measured (labels, folds, agreement before and after)."""
+
+    def system(self, instructions: str, *, exclude_case: str | None = None) -> str:
+        """The judge's instructions followed by the exemplars (any from ``exclude_case`` left
+        out)."""
+        shown = [e for e in self.exemplars if exclude_case is None or e.case != exclude_case]
+        if not shown:
+            return instructions
+        parts = [instructions, "", "Examples judged by people, with their verdicts:"]
+        for index, exemplar in enumerate(shown, 1):
+            parts.append(f"<example_{index}>\n{exemplar.input}\n</example_{index}>")
+            parts.append(f"verdict of example {index}: {exemplar.verdict}")
+        return "\n".join(parts)
+
+    def decide(self, response: LlmResponse) -> LlmResponse:
+        """``response`` with each of its choices of ``field`` decided by the threshold (a
+        probability decision); as it is otherwise, or when it carries no probabilities."""
+        if self.decision != "probability" or not response.choices:
+            return response
+        text = response.text
+        choices = list(response.choices)
+        # Last first, so earlier offsets stay right when a literal changes length.
+        for index in sorted(range(len(choices)), key=lambda i: -choices[i].start):
+            choice = choices[index]
+            if choice.path.rsplit(".", 1)[-1] != self.field:
+                continue
+            wanted = self.decided(choice.probabilities)
+            if wanted is None or wanted == choice.chosen:
+                continue
+            changed = rewrite(text, choice, wanted)
+            if changed == text:
+                continue
+            shift = len(changed) - len(text)
+            text = changed
+            choices[index] = choice.model_copy(update={"chosen": wanted})
+            choices = [
+                c.model_copy(update={"start": c.start + shift}) if c.start > choice.start else c
+                for c in choices
+            ]
+        return response.model_copy(update={"text": text, "choices": tuple(choices)})
+
+    def decided(self, probabilities: dict[str, float]) -> str | None:
+        """The option the threshold picks from ``probabilities`` (None when the options are not
+        this criterion's)."""
+        positive = [o for o in probabilities if o in self.positive]
+        negative = [o for o in probabilities if o not in self.positive]
+        if not positive or not negative:
+            return None
+        mass = sum(probabilities[o] for o in positive)
+        side = positive if mass >= self.threshold else negative
+        return max(side, key=lambda o: probabilities[o])
+
+    def positive_by_votes(self, positive: int, counted: int) -> bool | None:
+        """A votes decision: whether ``positive`` of ``counted`` samples make the verdict
+        positive (None with no counted sample, or for a probability decision)."""
+        if self.decision != "votes" or counted == 0:
+            return None
+        return positive / counted >= self.threshold
+
+
+class JudgeProfile(_Strict):
+    """A profile file (see the module docs)."""
+
+    format: Literal["assay-judge-profile/1"] = FORMAT
+    judge_model: str
+    created: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    """The labels file it was fitted on: ``path`` and ``sha256``."""
+    criteria: dict[str, CriterionProfile]
+
+    def for_criterion(self, name: str) -> CriterionProfile | None:
+        """The rule for criterion ``name``, if the profile has one."""
+        return self.criteria.get(name)
+
+
+def load_profile(path: str | Path) -> JudgeProfile:
+    """Read a profile file; a missing, unreadable or malformed one is an
+    :class:`~assay.errors.ProfileError` naming the file and the JSON path (exit 2)."""
+    where = Path(path)
+    data = load_data(where, ProfileError)
+    try:
+        return JudgeProfile.model_validate(data)
+    except ValidationError as exc:
+        raise ProfileError(problems_from_validation(exc, where, data)) from None
+
+
+def save_profile(profile: JudgeProfile, path: str | Path) -> None:
+    """Write ``profile`` as JSON."""
+    Path(path).write_text(profile.model_dump_json(indent=2) + "\n", encoding="utf-8")
