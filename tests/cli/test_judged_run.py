@@ -201,6 +201,8 @@ def test_the_console_and_output_say_which_judge_scored_what(
     )
     judges = _results(out)["assay"]["judges"]
     assert set(judges) == {*JUDGED, SIMULATOR_QUALITY}
+    version = judges["safety_v1"].pop("prompt_version")
+    assert len(version) == 12 and int(version, 16) >= 0  # the judge's prompt, named
     assert judges["safety_v1"] == {
         "model": "openai:stub-judge",
         "source": "ASSAY_JUDGE_MODEL",

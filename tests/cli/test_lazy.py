@@ -132,19 +132,22 @@ def commands_in_the_cli_package() -> dict[str, str]:
     """Every click command defined at the top of a module of assay.cli (a group's subcommands
     aside: they are reached through their group): name -> module:attr."""
     found: dict[str, str] = {}
-    for info in pkgutil.iter_modules(assay.cli.__path__, "assay.cli."):
-        module = importlib.import_module(info.name)
-        values = vars(module)
-        grouped = {
-            id(command)
-            for value in values.values()
-            if isinstance(value, click.Group) and value is not cli
-            for command in value.commands.values()
-        }
+    modules = [
+        (info.name, vars(importlib.import_module(info.name)))
+        for info in pkgutil.iter_modules(assay.cli.__path__, "assay.cli.")
+    ]
+    grouped = {  # a subcommand may be defined in a module of its own and added to its group
+        id(command)
+        for _, values in modules
+        for value in values.values()
+        if isinstance(value, click.Group) and value is not cli
+        for command in value.commands.values()
+    }
+    for name, values in modules:
         for attribute, value in values.items():
             if isinstance(value, click.Command) and value is not cli and id(value) not in grouped:
                 assert value.name is not None
-                found.setdefault(value.name, f"{info.name}:{attribute}")
+                found.setdefault(value.name, f"{name}:{attribute}")
     return found
 
 

@@ -404,3 +404,61 @@ def test_the_judge_line_describes_the_judges_of_results_written_before_descripti
     )
     assert line is not None
     assert render(line).strip() == "judge openai:gpt-4o-mini (from --judge-model): safety_v1"
+
+
+# --- how far each judge agrees with people ----------------------------------------------------
+
+
+def _agreement(kappa: float | None, labels: int = 60) -> dict[str, Any]:
+    return {
+        "labels": labels,
+        "judged": labels,
+        "agreement": 0.82,
+        "kappa": kappa,
+        "prompt_version": "abcdef012345",
+        "card_date": "2026-03-01T12:00:00Z",
+    }
+
+
+def test_each_judged_metric_says_how_far_its_judge_agrees_and_warns_where_it_is_a_smoke_test() -> (
+    None
+):
+    from assay.report.console import agreement_lines
+
+    judge = {"model": "openai:gpt-4o-mini", "source": "--judge-model"}
+    lines = agreement_lines(
+        _judged_set(
+            {
+                "final_response_match_v2": {**judge, "agreement": _agreement(0.61, 120)},
+                "safety_v1": {**judge, "agreement": _agreement(0.05)},
+                "hallucinations_v1": {**judge, "agreement": _agreement(None, 8)},
+                "rubric_based_tool_use_quality_v1": {**judge, "agreement": _agreement(-0.2)},
+                "rubric_based_final_response_quality_v1": judge,  # never measured
+                "user_simulator": judge,  # the simulated user is no judge
+                "per_turn_user_simulator_quality_v1": {"unavailable": "no judge model"},
+            }
+        )
+    )
+
+    assert [render(line).strip() for line in lines] == [
+        "final_response_match_v2: judge agrees with people on 82% (kappa 0.61, 120 labels)",
+        "safety_v1: judge agrees with people on 82% (kappa 0.05, 60 labels)",
+        "hallucinations_v1: judge agrees with people on 82% (kappa undefined, 8 labels)",
+        "rubric_based_tool_use_quality_v1: judge agrees with people on 82% (kappa -0.20, 60 "
+        "labels)",
+        "judge agreement not measured: rubric_based_final_response_quality_v1 (assay judge "
+        "agree LABELS measures it)",
+        "warning: the judge of safety_v1 agrees with people at chance (kappa 0.05 on 60 labels): "
+        "its verdicts are a smoke test",
+        "warning: the judge of hallucinations_v1 has no kappa (undefined on 8 labels: one label "
+        "throughout): its verdicts are a smoke test",
+        "warning: the judge of rubric_based_tool_use_quality_v1 agrees with people less than "
+        "chance would (kappa -0.20 on 60 labels): its verdicts are a smoke test",
+    ]
+
+
+def test_a_set_whose_metrics_had_no_judge_has_no_agreement_lines() -> None:
+    from assay.report.console import agreement_lines
+
+    assert agreement_lines(set_result(PASSING)) == []
+    assert agreement_lines(_judged_set({"safety_v1": {"unavailable": "no judge model"}})) == []

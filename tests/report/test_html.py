@@ -184,3 +184,36 @@ def test_each_case_body_is_on_the_line_of_its_case_number() -> None:
     assert re.findall(r'<details class="case" id="(c\d+)"', page) == ["c0", "c1"]
     agents = [body["turns"][0]["agent"] for body in _bodies(page)]
     assert agents == ["first answer", "second answer"]
+
+
+def test_each_judged_metric_shows_its_agreement_with_people_and_any_smoke_test_warning() -> None:
+    from assay.results.model import JudgeInfo
+
+    result = results(case("book_lisbon", PASSED))
+    assert result.assay is not None
+    judge = {"model": "openai:gpt-4o-mini", "source": "--judge-model"}
+    card = {
+        "labels": 60,
+        "judged": 58,
+        "agreement": 0.5,
+        "kappa": 0.05,
+        "kappa_interval": (-0.1, 0.2),
+        "prompt_version": "abcdef012345",
+        "card_date": "2026-03-01T12:00:00Z",
+        "labels_file": f"labels/{SCRIPT}.yaml",
+    }
+    result.assay.judges = {
+        "safety_v1": JudgeInfo.model_validate({**judge, "agreement": card}),
+        "hallucinations_v1": JudgeInfo.model_validate(judge),
+    }
+    page = " ".join(render_html([result]).split())
+
+    assert "judge agrees with people on 50% (kappa 0.05, 60 labels)" in page
+    assert "kappa 95% interval [-0.10, +0.20]; prompt abcdef012345, measured 2026-03-01" in page
+    assert (
+        "warning: the judge of safety_v1 agrees with people at chance (kappa 0.05 on 60 "
+        "labels): its verdicts are a smoke test" in page
+    )
+    assert "<b>hallucinations_v1</b>: openai:gpt-4o-mini (from --judge-model)<br>" in page
+    assert "judge agreement not measured" in page
+    assert SCRIPT not in page

@@ -24,6 +24,8 @@ from assay.cli.history import max_cases_option
 from assay.cli.output import EXIT_FAILED, EXIT_OK, make_console
 from assay.cli.recording import recorded, run_spec, unrecordable
 from assay.errors import InputError
+from assay.history.records import HistoryError, default_history_path
+from assay.llm.profile import JudgeProfile, load_profile
 from assay.metrics.base import EvalStatus
 from assay.report.console import print_results
 from assay.report.progress import HEARTBEAT_S, RunProgress
@@ -109,6 +111,57 @@ def _write_reports(
         except OSError as exc:
             raise click.FileError(path, hint=exc.strerror or str(exc)) from None
         console.print(f"{what} written to {escape(path)}")
+
+
+def _attach_agreement(
+    console: Console,
+    jobs: Sequence[EvalSetJob],
+    results: Sequence[EvalSetResult],
+    history_file: str | None,
+    profile: JudgeProfile | None = None,
+) -> None:
+    """How far each judged metric's judge agrees with people, from the newest matching judge
+    card in the run history (read even with ``--no-history``; a missing file is not made). A
+    criterion the judge profile decided is matched on a prompt version that includes it."""
+    if not any(result.assay and result.assay.judges for result in results):
+        return
+    from assay.agreement.cards import attach_agreement
+
+    profile_for = profile.entry_for if profile else None
+    path = Path(history_file) if history_file else default_history_path()
+    try:
+        attach_agreement(results, [job.config for job in jobs], path, profile_for)
+    except HistoryError as exc:
+        console.print(f"[yellow]warning:[/] {escape(str(exc))}; judge agreement not shown")
+
+
+def _profile(console: Console, path: str | None) -> JudgeProfile | None:
+    """The ``--judge-profile``, announced; None without one."""
+    if not path:
+        return None
+    profile = load_profile(path)
+    covered = ", ".join(profile.criteria)
+    console.print(
+        f"[dim]judge profile {escape(path)} for {escape(profile.judge_model)}: {escape(covered)}[/]"
+    )
+    return profile
+
+
+def unapplied_profile(profile: JudgeProfile | None, results: Sequence[EvalSetResult]) -> list[str]:
+    """A warning per criterion the profile covers that another judge scored (so the profile's
+    rule, fitted for its own judge, was not applied)."""
+    warnings: dict[str, str] = {}
+    if profile is None:
+        return []
+    for result in results:
+        for metric, info in (result.assay.judges if result.assay else {}).items():
+            used = info.judge_model or info.model
+            if metric in profile.criteria and used and used != profile.judge_model:
+                warnings[metric] = (
+                    f"the judge profile was fitted for {profile.judge_model}, but {metric} was "
+                    f"judged by {used}: its rule was not applied"
+                )
+    return list(warnings.values())
 
 
 def _invoked_as() -> str:
@@ -280,6 +333,14 @@ def _unevaluated_in_passed_cases(results: Sequence[EvalSetResult]) -> int:
     "with backoff).",
 )
 @click.option(
+    "--judge-profile",
+    "profile_path",
+    type=click.Path(dir_okay=False),
+    help="A judge profile from assay judge align: each criterion it covers is decided by the "
+    "threshold fitted for its judge on people's labels (only where that judge scores it). "
+    "Default: none, every criterion as ADK defines it.",
+)
+@click.option(
     "--no-cache",
     is_flag=True,
     help="Call the judge even when .assay/cache.sqlite holds the same request's response.",
@@ -325,6 +386,7 @@ def eval_command(
     judge_concurrency: int,
     judge_timeout: float | None,
     judge_attempts: int,
+    profile_path: str | None,
     no_cache: bool,
     history: bool,
     history_file: str | None,
@@ -368,12 +430,14 @@ def eval_command(
         )
         for warning in job.loaded.warnings:
             console.print(f"  [yellow]warning:[/] {escape(str(warning))}")
+    profile = _profile(console, profile_path)
     judges = JudgeSettings(
         model=judge_model or None,
         concurrency=judge_concurrency,
         timeout_s=judge_timeout,
         max_attempts=judge_attempts,
         cache=not no_cache,
+        profile=profile,
     )
     spec = run_spec(
         jobs,
@@ -410,6 +474,9 @@ def eval_command(
                 done=recording.done,
                 captures=recording.captures,
             )
+        _attach_agreement(console, jobs, results, history_file, profile)
+        for message in unapplied_profile(profile, results):
+            console.print(f"[yellow]warning:[/] {escape(message)}")
         recording.finish(results)
     if save_traces_path:
         kept = [recorded_inference(case) for case in recording.done.values()]

@@ -1,4 +1,5 @@
-"""``assay judge agree LABELS``: how far a judge agrees with people's labels on a recorded run."""
+"""``assay judge agree LABELS``: how far a judge agrees with people's labels on a recorded run,
+recorded as judge cards in the run history; ``assay judge cards``: those cards."""
 
 from __future__ import annotations
 
@@ -6,24 +7,31 @@ import json
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from assay._async import run_sync
-from assay.agreement.agree import AgreeReport, agree
-from assay.agreement.labels import LABEL_SETS, load_labels
-from assay.agreement.stats import NO_LABEL, Agreement
+from assay.agreement.agree import agree
+from assay.agreement.cards import cards_from, judge_models, list_cards, record_cards
+from assay.agreement.labels import load_labels
+from assay.agreement.render import cards_table, print_agreement, write_agreement_html
+from assay.cli.judge_align import align_command
 from assay.cli.output import make_console
+from assay.history.records import HistoryError, default_history_path
+from assay.history.store import HistoryStore
+from assay.llm.profile import load_profile
 from assay.runner.evaluate import JudgeSettings
 
-WORST = 10
-"""Disagreements listed under the table."""
+_HISTORY_FILE_HELP = (
+    "The run history (default: $ASSAY_HISTORY, else history.sqlite beside the cache)."
+)
 
 
 @click.group("judge")
 def judge_command() -> None:
-    """Measure a judge against people's labels (assay judge agree LABELS)."""
+    """Measure a judge against people's labels (assay judge agree LABELS).
+
+    Each measurement is kept as a judge card in the run history (assay judge cards lists them);
+    assay eval shows the newest matching card beside each judged metric."""
 
 
 @judge_command.command("agree")
@@ -42,95 +50,109 @@ def judge_command() -> None:
     type=click.Path(dir_okay=False),
     help="Also write every figure and every unit here.",
 )
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Also write a self-contained HTML page: the figures, the confusion tables and every "
+    "disagreement, worst first.",
+)
+@click.option(
+    "--no-record",
+    is_flag=True,
+    help="Do not record judge cards in the run history (assay eval shows the newest matching "
+    "card beside each judged metric).",
+)
+@click.option("--history-file", type=click.Path(dir_okay=False), help=_HISTORY_FILE_HELP)
+@click.option(
+    "--judge-profile",
+    "profile_path",
+    type=click.Path(dir_okay=False),
+    help="Measure the judge as a judge profile (assay judge align) decides: the figures of an "
+    "aligned judge, on labels it was not fitted on.",
+)
 def agree_command(
     labels_path: str,
     judge_model: str | None,
     num_samples: int | None,
     no_cache: bool,
     json_path: str | None,
+    html_path: str | None,
+    no_record: bool,
+    history_file: str | None,
+    profile_path: str | None,
 ) -> None:
     """Score the labelled units of LABELS' recorded run with the judge, and print per criterion
     the agreement with people, Cohen's kappa with its 95% interval, both positive rates, the
-    confusion table and the disagreements."""  # fmt: skip
+    confusion table and the disagreements, worst first. Each criterion measured is recorded as a
+    judge card in the run history."""  # fmt: skip
     console = make_console()
+    for option, output in (("--json", json_path), ("--html", html_path)):
+        if output and not Path(output).parent.is_dir():
+            raise click.BadParameter(
+                f"folder '{Path(output).parent}' does not exist", param_hint=f"'{option}'"
+            )
     run = load_labels(labels_path)
     for warning in run.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}")
-    settings = JudgeSettings(model=judge_model or None, cache=not no_cache)
+    profile = load_profile(profile_path) if profile_path else None
+    settings = JudgeSettings(model=judge_model or None, cache=not no_cache, profile=profile)
     report = run_sync(agree(run, settings, num_samples=num_samples))
     print_agreement(console, report)
     if json_path:
         Path(json_path).write_text(json.dumps(report.as_json(), indent=2) + "\n", encoding="utf-8")
         console.print(f"figures written to {escape(json_path)}")
-
-
-def _figure(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _kappa(found: Agreement) -> str:
-    interval = found.kappa_interval
-    span = f" [{interval[0]:+.2f}, {interval[1]:+.2f}]" if interval else ""
-    return f"{_figure(found.kappa)}{span}"
-
-
-def print_agreement(console: Console, report: AgreeReport) -> None:
-    """The figures per criterion, each criterion's confusion table, then the disagreements."""
-    table = Table(title="judge agreement with people", title_justify="left")
-    for column in ("Criterion", "Labels", "Judged", "Agree", "Kappa [95%]", "Positive"):
-        table.add_column(column, justify="left" if column == "Criterion" else "right")
-    rows = [*report.by_criterion.items(), ("overall", report.overall)]
-    for name, found in rows:
-        positive = f"{_figure(found.person_positive_rate)} / {_figure(found.judge_positive_rate)}"
-        few = " [yellow](few)[/]" if found.few else ""
-        table.add_row(
-            escape(name),
-            str(found.pairs),
-            str(found.judged),
-            f"{_figure(found.rate)}{few}",
-            _kappa(found),
-            positive,
-        )
-    console.print(table)
-    console.print(
-        "[dim]Agree: over every label (a unit the judge gave no label for disagrees). Positive: "
-        "the share of the first label (valid, yes, supported, safe), people / judge. (few): "
-        "fewer than 10 judged labels, too few for the interval to mean much.[/]"
+    if html_path:
+        try:
+            write_agreement_html(Path(html_path), report, labels=str(run.path))
+        except OSError as exc:
+            raise click.FileError(html_path, hint=exc.strerror or str(exc)) from None
+        console.print(f"HTML page written to {escape(html_path)}")
+    if no_record:
+        return
+    models = judge_models(report, run, settings.model)
+    cards, skipped = cards_from(
+        report,
+        run,
+        models,
+        num_samples=num_samples,
+        profile_for=profile.entry_for if profile else None,
     )
-    for name, judge in report.judges.items():
-        console.print(f"judge of {escape(name)}: {escape(judge)}")
-    for name, found in report.by_criterion.items():
-        console.print(_confusion(name, found))
-    wrong = [c for c in report.compared if not c.agrees]
-    if wrong:
-        console.print(f"{len(wrong)} label(s) the judge did not give (first {WORST}):")
-    for unit in wrong[:WORST]:
-        label = unit.label
-        where = f"{label.case} turn {label.invocation}"
-        if label.rubric:
-            where += f" rubric {label.rubric}"
-        if label.sentence is not None:
-            where += f" sentence {label.sentence}"
-        said = unit.judge or "no label"
-        note = f": {unit.note}" if unit.note else ""
+    for why in skipped:
+        console.print(f"[yellow]warning:[/] {escape(why)}")
+    if not cards:
+        return
+    path = Path(history_file) if history_file else default_history_path()
+    try:
+        with HistoryStore(path) as store:
+            record_cards(store, cards)
+    except HistoryError as exc:
+        console.print(f"[yellow]warning:[/] {escape(str(exc))}; no judge card recorded")
+        return
+    names = ", ".join(f"{card.criterion} ({card.prompt_version})" for card in cards)
+    console.print(f"judge cards recorded in {escape(str(path))}: {escape(names)}")
+
+
+@judge_command.command("cards")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1))
+@click.option("--json", "as_json", is_flag=True, help="Print the cards as JSON.")
+@click.option("--history-file", type=click.Path(dir_okay=False), help=_HISTORY_FILE_HELP)
+def cards_command(limit: int, as_json: bool, history_file: str | None) -> None:
+    """List the judge cards (assay judge agree's measurements), newest first."""
+    console = make_console()
+    path = Path(history_file) if history_file else default_history_path()
+    cards = []
+    if path.is_file():
+        with HistoryStore(path) as store:
+            cards = list_cards(store, limit)
+    if as_json:
+        click.echo(json.dumps([card.model_dump(mode="json") for card in cards], indent=2))
+    elif cards:
+        console.print(cards_table(cards))
+    else:
         console.print(
-            f"  {escape(label.criterion)} · {escape(where)} · people {escape(label.label)}, "
-            f"judge {escape(said)}{escape(note)}"
+            f"no judge cards in {escape(str(path))} (assay judge agree LABELS makes them)"
         )
-    usage = report.usage
-    console.print(f"judge calls: {usage.calls}; tokens: {usage.total_tokens:,}")
 
 
-def _confusion(name: str, found: Agreement) -> Table:
-    labels = list(LABEL_SETS[name])
-    seen = {said for row in found.confusion.values() for said in row}
-    columns = [*labels, *([NO_LABEL] if NO_LABEL in seen else [])]
-    table = Table(title=f"{escape(name)}: people (rows) by judge (columns)", title_justify="left")
-    table.add_column("")
-    for column in columns:
-        table.add_column(column, justify="right")
-    for person in labels:
-        row = found.confusion.get(person, {})
-        if row:
-            table.add_row(person, *(str(row.get(column, 0)) for column in columns))
-    return table
+judge_command.add_command(align_command)

@@ -5,34 +5,7 @@ The file is ``.assay/history.sqlite`` beside the response cache (``$ASSAY_CACHE_
 survives the process being killed (only a power cut may lose the last commits), and readers
 (``assay runs`` while a run goes on) never block the writer.
 
-Schema version 2 (``PRAGMA user_version``):
-
-``runs``
-    one row per run: id (``20261122-041500-ab12``: UTC start time and four random hex digits, so
-    ids sort by time), start and end, status (``running``, ``finished``, ``interrupted``), where
-    it came from (``assay`` or ``adk`` for an imported file), the eval set paths, the run's
-    config as JSON and its sha256, the judges (in words, as
-    :func:`~assay.history.records.run_judges` names them; a run recorded before they were, or
-    imported from ADK, names their model strings), assay's version, the git commit of the
-    working directory, and the host and process that wrote it (a ``running`` run whose process
-    is gone reads as ``interrupted``).
-``run_sets``
-    one row per eval set of a finished run: its ``EvalSetResult`` without the case results, and
-    the order of its cases.
-``case_results``
-    one row per case and run number, committed as soon as the case finishes (by
-    :class:`~assay.history.writer.HistoryWriter`, which commits whatever has finished each time
-    it gets to write): the status, the tokens its judges used, and the case result, compactly,
-    by reference to the run's inputs (:mod:`assay.history.compact`).
-``run_metrics``
-    the metric headers (names, thresholds, criteria) the compact case results refer to.
-``run_inputs`` and ``blobs``
-    the files a run read (eval sets, traces), each file's bytes stored once by sha256,
-    zlib-compressed (level 1: a tenth of the size for JSON, at ~150 MB/s on the writer's
-    thread) (:mod:`assay.history.inputs`).
-
-Schema version 1 had no ``run_metrics``, ``run_inputs`` or ``blobs`` and stored each case
-result as full JSON; such a file is upgraded in place and its case results read as they are.
+The tables, and what each schema version added, are in :mod:`assay.history.schema`.
 """
 
 from __future__ import annotations
@@ -66,72 +39,18 @@ from assay.history.records import (
     pid_alive,
     run_judges,
 )
+from assay.history.schema import SCHEMA as _SCHEMA
+from assay.history.schema import SCHEMA_VERSION as SCHEMA_VERSION
 from assay.metrics.base import EvalStatus
 from assay.results.model import EvalCaseResult, EvalSetResult, SetNotes, summarize
 
-SCHEMA_VERSION = 2
 LATEST = "latest"
 
 CaseKey = tuple[str, str, int]
 """A case result's place in a run: eval set id, eval id, run number."""
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT PRIMARY KEY,
-    started REAL NOT NULL,
-    finished REAL,
-    status TEXT NOT NULL,
-    source TEXT NOT NULL,
-    eval_sets TEXT NOT NULL,
-    config TEXT NOT NULL,
-    config_hash TEXT NOT NULL,
-    judges TEXT NOT NULL,
-    assay_version TEXT NOT NULL,
-    git_commit TEXT,
-    host TEXT,
-    pid INTEGER,
-    tokens INTEGER
-);
-CREATE TABLE IF NOT EXISTS run_sets (
-    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    position INTEGER NOT NULL,
-    eval_set_id TEXT NOT NULL,
-    header TEXT NOT NULL,
-    case_order TEXT NOT NULL,
-    PRIMARY KEY (run_id, position)
-);
-CREATE TABLE IF NOT EXISTS case_results (
-    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    eval_set_id TEXT NOT NULL,
-    eval_id TEXT NOT NULL,
-    run_number INTEGER NOT NULL,
-    status INTEGER NOT NULL,
-    tokens INTEGER NOT NULL,
-    written REAL NOT NULL,
-    result TEXT NOT NULL,
-    PRIMARY KEY (run_id, eval_set_id, eval_id, run_number)
-);
-CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
-CREATE TABLE IF NOT EXISTS run_metrics (
-    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    number INTEGER NOT NULL,
-    header TEXT NOT NULL,
-    PRIMARY KEY (run_id, number)
-);
-CREATE TABLE IF NOT EXISTS blobs (
-    sha256 TEXT PRIMARY KEY,
-    size INTEGER NOT NULL,
-    zlib BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS run_inputs (
-    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    kind TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    path TEXT NOT NULL,
-    sha256 TEXT NOT NULL,
-    PRIMARY KEY (run_id, kind, position)
-);
-"""
+CardKey = tuple[str, str, str]
+"""What a judge card is looked up by: judge model, criterion, prompt version."""
 
 
 _INSERT_CASES = (
@@ -384,6 +303,14 @@ class HistoryStore:
             "UPDATE runs SET status = ?, finished = ? WHERE id = ?", (status, time.time(), run_id)
         )
 
+    def add_judge_card(self, key: CardKey, created: float, card: str) -> None:
+        """Keep a judge card (its JSON), measured at ``created``, under its key."""
+        self._write(
+            "INSERT INTO judge_cards (created, judge_model, criterion, prompt_version, card) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (created, *key, card),
+        )
+
     # -- reading --------------------------------------------------------------------------
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -434,6 +361,24 @@ class HistoryStore:
         """The run an earlier import of the same file (by content hash) made."""
         rows = self._read(
             "SELECT id FROM runs WHERE source = 'adk' AND config_hash = ? LIMIT 1", (digest,)
+        )
+        return str(rows[0][0]) if rows else None
+
+    def judge_cards(self, limit: int | None = None) -> list[str]:
+        """Every judge card's JSON, newest first."""
+        rows = self._read(
+            "SELECT card FROM judge_cards ORDER BY created DESC, id DESC LIMIT ?",
+            (-1 if limit is None else limit,),
+        )
+        return [str(row[0]) for row in rows]
+
+    def judge_card(self, key: CardKey) -> str | None:
+        """The JSON of the newest judge card of this judge model, criterion and prompt
+        version; None when there is none."""
+        rows = self._read(
+            "SELECT card FROM judge_cards WHERE judge_model = ? AND criterion = ? "
+            "AND prompt_version = ? ORDER BY created DESC, id DESC LIMIT 1",
+            key,
         )
         return str(rows[0][0]) if rows else None
 

@@ -139,6 +139,13 @@ class JudgeProfile(_Strict):
         """The rule for criterion ``name``, if the profile has one."""
         return self.criteria.get(name)
 
+    def entry_for(self, criterion: str, model: str) -> dict[str, Any] | None:
+        """The rule for ``criterion`` as JSON where it applies: when ``model`` (as
+        ``--judge-model`` takes it) is the judge it was fitted for. What a judge card's prompt
+        version folds in."""
+        found = self.criteria.get(criterion) if model == self.judge_model else None
+        return None if found is None else found.model_dump(mode="json")
+
 
 def load_profile(path: str | Path) -> JudgeProfile:
     """Read a profile file; a missing, unreadable or malformed one is an

@@ -20,6 +20,7 @@ from assay.evalset.content import content_text
 from assay.evalset.invocation import Invocation
 from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
+from assay.report.judge_agreement import MEASURE_HINT, NOT_MEASURED, judged_metrics
 from assay.report.why import why
 from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult, RunSummary
 
@@ -249,6 +250,20 @@ def judges_line(result: EvalSetResult) -> str | None:
     return "\n".join(f"{key}: {', '.join(metrics)}" for key, metrics in groups.items())
 
 
+def agreement_lines(result: EvalSetResult) -> list[str]:
+    """Under the judges: how far each judged metric's judge agrees with people, a line per
+    measured metric (``  safety_v1: judge agrees with people on 82% (kappa 0.61, 120 labels)``)
+    and one naming those not measured, then a warning for each judge whose verdicts are a smoke
+    test (:mod:`assay.report.judge_agreement`)."""
+    judged = judged_metrics(result)
+    lines = [f"  {escape(j.metric)}: {escape(j.text)}" for j in judged if j.agreement is not None]
+    unmeasured = [escape(j.metric) for j in judged if j.agreement is None]
+    if unmeasured:
+        lines.append(f"  {NOT_MEASURED}: {', '.join(unmeasured)} [dim]({MEASURE_HINT})[/]")
+    lines += [f"[yellow]warning:[/] {escape(j.warning)}" for j in judged if j.warning]
+    return lines
+
+
 def usage_line(results: Sequence[EvalSetResult]) -> str | None:
     """LLM calls, cache hits, retries and tokens over the run, or None when there were none."""
     total = TokenUsage()
@@ -335,6 +350,8 @@ def print_results(
         judges = judges_line(result)
         if judges:
             console.print(judges)
+        for line in agreement_lines(result):
+            console.print(line)
         if detailed:
             for case in listed_cases(result, max_cases):
                 if case.eval_metric_result_per_invocation:

@@ -36,6 +36,7 @@ from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
 from assay.metrics.notes import InvocationNotes, MetricNotes
 from assay.report.case_json import case_body, json_for_script
+from assay.report.judge_agreement import MEASURE_HINT, JudgedMetric, interval, judged_metrics
 from assay.report.rows import (
     CallRow,
     Case,
@@ -90,6 +91,18 @@ class MetricSummary:
 
 
 @dataclass(frozen=True)
+class JudgeRow:
+    """A metric's judge in words, how far it agrees with people, and the smoke-test warning
+    (empty when there is none)."""
+
+    metric: str
+    judge: str
+    agreement: str = ""
+    detail: str = ""
+    warning: str = ""
+
+
+@dataclass(frozen=True)
 class Summary:
     """A group of cases (an eval set, or the whole run)."""
 
@@ -102,7 +115,7 @@ class Summary:
     pass_rate: str
     duration: str
     metrics: list[MetricSummary]
-    judges: list[tuple[str, str]]
+    judges: list[JudgeRow]
     usage: list[UsageRow]
 
 
@@ -197,7 +210,7 @@ def _usage_row(who: str, usage: TokenUsage) -> UsageRow:
 def _summary(title: str, results: Sequence[EvalSetResult]) -> Summary:
     cases = [case for result in results for case in result.eval_case_results]
     statuses = [case.final_eval_status for case in cases]
-    judges: dict[str, str] = {}
+    judges: dict[str, JudgeRow] = {}
     usage: dict[str, TokenUsage] = {}
     duration = 0.0
     for result in results:
@@ -206,11 +219,11 @@ def _summary(title: str, results: Sequence[EvalSetResult]) -> Summary:
         duration += result.assay.duration_s
         for metric, info in result.assay.judges.items():
             described = info.describe()
-            judges[metric] = (
-                described
-                if described is not None
-                else f"no judge: {info.unavailable or 'unavailable'}"
+            judges[metric] = JudgeRow(
+                metric, described or f"no judge: {info.unavailable or 'unavailable'}"
             )
+        for judged in judged_metrics(result):
+            judges[judged.metric] = _judge_row(judged)
         for metric, used in result.assay.usage.items():
             usage[metric] = usage.get(metric, TokenUsage()) + used
     only = results[0].assay if len(results) == 1 else None
@@ -224,9 +237,22 @@ def _summary(title: str, results: Sequence[EvalSetResult]) -> Summary:
         pass_rate=_rate(statuses.count(EvalStatus.PASSED), len(cases)),
         duration=f"{duration:.1f} s",
         metrics=_metric_summaries(cases),
-        judges=sorted(judges.items()),
+        judges=[judges[metric] for metric in sorted(judges)],
         usage=[_usage_row(who, used) for who, used in sorted(usage.items())],
     )
+
+
+def _judge_row(judged: JudgedMetric) -> JudgeRow:
+    found = judged.agreement
+    if found is None:
+        return JudgeRow(judged.metric, judged.judge, judged.text, MEASURE_HINT)
+    span = interval(found)
+    detail = (
+        f"kappa 95% interval {span}; " if span else ""
+    ) + f"prompt {found.prompt_version}, measured {found.card_date}"
+    if found.labels_file:
+        detail += f" on {found.labels_file}"
+    return JudgeRow(judged.metric, judged.judge, judged.text, detail, judged.warning or "")
 
 
 def _call_text(name: str | None, args: dict[str, Any] | None) -> str:

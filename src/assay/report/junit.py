@@ -7,6 +7,10 @@
   crashed or whose judge was unreachable; an error is shown as a problem, apart from failures,
   and ``assay eval`` does not count such a run as passed either.
 - Metrics that do not apply to a case (``assay.not_applicable``) are never failures.
+- Each judged metric's judge, and how far it agrees with people (``assay.judge.<metric>``,
+  ``assay.judge_agreement.<metric>``), are suite properties; a judge whose verdicts are a smoke
+  test (kappa below 0.2) adds ``assay.judge_warning.<metric>`` and a line to the suite's
+  ``<system-out>``.
 
 Text from agents, judges and ids is escaped by :mod:`xml.etree.ElementTree`; characters XML 1.0
 cannot hold at all (most control characters, lone surrogates) are written as ``\\xNN`` /
@@ -22,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from assay.metrics.base import EvalStatus
+from assay.report.judge_agreement import judged_metrics
 from assay.results.model import EvalCaseResult, EvalSetResult
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -123,7 +128,23 @@ def _testsuite(result: EvalSetResult) -> ET.Element:
         for key, value in notes.items():
             if value is not None:
                 ET.SubElement(properties, "property", name=key, value=_xml_text(value))
+        warnings = []
+        for judged in judged_metrics(result):
+            for kind, value in (
+                ("judge", judged.judge),
+                ("judge_agreement", judged.text),
+                ("judge_warning", judged.warning),
+            ):
+                if value:
+                    name = f"assay.{kind}.{judged.metric}"
+                    ET.SubElement(properties, "property", name=name, value=_xml_text(value))
+            if judged.warning:
+                warnings.append(f"warning: {judged.warning}")
+    else:
+        warnings = []
     suite.extend(_testcase(result, case, runs) for case in cases)
+    if warnings:
+        ET.SubElement(suite, "system-out").text = _xml_text("\n".join(warnings))
     return suite
 
 

@@ -1,7 +1,8 @@
 """A short Markdown summary of a run, for a pull-request comment.
 
 Totals, one table row per metric (pass rate and mean score over the cases it was evaluated on),
-then the failing cases with their failing metrics and the cases that were not evaluated, each
+each judged metric's judge and how far it agrees with people (with a warning where its verdicts
+are a smoke test), then the failing cases with their failing metrics and the cases that were not evaluated, each
 list capped so a large run still makes a short comment. Every id, reason and other text that did
 not come from assay is escaped, so it renders as the text it is (no tables broken by ``|``, no
 links, no HTML, no ``@`` mentions).
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assay.metrics.base import EvalStatus
+from assay.report.judge_agreement import judged_metrics
 from assay.results.model import EvalCaseResult, EvalSetResult
 
 LISTED = 20
@@ -102,6 +104,7 @@ def render_markdown(results: Sequence[EvalSetResult]) -> str:
         for result, case in cases
         if case.final_eval_status is EvalStatus.NOT_EVALUATED
     ]
+    lines += _judges(results)
     lines += _section("Failing cases", failing)
     lines += _section("Not evaluated", unevaluated)
     return "\n".join(lines).rstrip("\n") + "\n"
@@ -136,6 +139,27 @@ def _metric_table(totals: list[MetricTotals]) -> list[str]:
         mean = format_value(entry.mean_score, entry.informational)
         name = escape_markdown(entry.name) + (" (informational)" if entry.informational else "")
         lines.append(f"| {name} | {rate} | {mean} |")
+    return [*lines, ""]
+
+
+def _judges(results: Sequence[EvalSetResult]) -> list[str]:
+    """Each judged metric's judge and how far it agrees with people, then a warning for each
+    judge whose verdicts are a smoke test."""
+    judged = {
+        (found.metric, found.judge, found.text): found
+        for result in results
+        for found in judged_metrics(result)
+    }
+    if not judged:
+        return []
+    lines = ["### Judges", ""]
+    lines += [
+        f"- **{escape_markdown(found.metric)}**: {escape_markdown(found.judge)}; "
+        f"{escape_markdown(found.text)}"
+        for found in judged.values()
+    ]
+    warnings = dict.fromkeys(found.warning for found in judged.values() if found.warning)
+    lines += [f"\n> **Warning:** {escape_markdown(warning)}" for warning in warnings]
     return [*lines, ""]
 
 

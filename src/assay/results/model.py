@@ -127,6 +127,27 @@ SIMULATOR = "user_simulator"
 (in :attr:`SetNotes.judges` and :attr:`SetNotes.usage`)."""
 
 
+class JudgeAgreement(AssayModel):
+    """How far a judge agrees with people on a criterion, as the newest judge card of that judge
+    model, criterion and prompt version measured it (``assay judge agree``)."""
+
+    labels: int
+    """People's labels the card was measured on."""
+    judged: int
+    """Of those, the units the judge gave a label for."""
+    agreement: float | None = None
+    """The share of labels the judge gave too (a unit it gave no label for disagrees)."""
+    kappa: float | None = None
+    """Cohen's kappa over the judged units; None when undefined (one label throughout)."""
+    kappa_interval: tuple[float, float] | None = None
+    person_positive_rate: float | None = None
+    judge_positive_rate: float | None = None
+    prompt_version: str
+    card_date: str
+    """When the card was measured, ISO 8601 in UTC (``2026-03-01T12:00:00Z``)."""
+    labels_file: str | None = None
+
+
 class JudgeInfo(AssayModel):
     """Which LLM judged a metric (or played the simulated user) and why it was chosen, or why
     the metric had no judge.
@@ -137,6 +158,11 @@ class JudgeInfo(AssayModel):
     ``judge_model`` the string written into the metric's criteria in the ADK fields
     (``local:qwen2.5-coder-1.5b`` for ``local:``) and ``description`` the judge in words, with
     why it was chosen. Results written before these fields existed have only the first three.
+
+    ``prompt_version`` names the judge's prompt and the options that change its verdicts
+    (:func:`~assay.agreement.cards.prompt_version`), and ``agreement`` is how far this judge,
+    with that prompt, agrees with people (the newest matching judge card); None when it was
+    never measured. Results written before judge cards have neither.
     """
 
     model: str | None = None
@@ -145,6 +171,8 @@ class JudgeInfo(AssayModel):
     backend: str | None = None
     judge_model: str | None = None
     description: str | None = None
+    prompt_version: str | None = None
+    agreement: JudgeAgreement | None = None
 
     def describe(self) -> str | None:
         """The judge in words (``description``, or, for results written without one, made from

@@ -1,0 +1,286 @@
+"""``assay judge agree``'s output: the console tables and a self-contained HTML page.
+
+Both give per criterion the agreement with people, Cohen's kappa with its 95% interval and both
+positive rates, each criterion's confusion table, and the disagreements worst first
+(:func:`worst_first`): units the judge gave no label for, then those it was surest of (when its
+confidence is known), then the rest in the labels file's order. The console lists the first
+:data:`WORST`; the page lists every one, with the person's reason and the judge's rationale or
+why it gave no label. The page is jinja2 with autoescaping, like the eval report: no text from
+labels, agents or judges becomes markup.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from assay._version import __version__
+from assay.agreement.agree import AgreeReport, Compared
+from assay.agreement.cards import JudgeCard
+from assay.agreement.labels import LABEL_SETS
+from assay.agreement.stats import NO_LABEL, Agreement
+
+WORST = 10
+"""Disagreements the console lists under the tables."""
+
+_TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def confidence(unit: Compared) -> float | None:
+    """The judge's probability of the label it gave, when known."""
+    found = getattr(unit, "confidence", None)  # Compared.confidence, where it exists
+    return float(found) if isinstance(found, int | float) else None
+
+
+def worst_first(compared: Sequence[Compared]) -> list[Compared]:
+    """The disagreements, worst first: no judge label, then by the judge's confidence (highest
+    first; unknown after known), otherwise in their order."""
+
+    def rank(unit: Compared) -> tuple[int, float]:
+        if unit.judge is None:
+            return (0, 0.0)
+        sure = confidence(unit)
+        return (2, 0.0) if sure is None else (1, -sure)
+
+    return sorted((unit for unit in compared if not unit.agrees), key=rank)
+
+
+def where(unit: Compared) -> str:
+    """``book_flight_lisbon turn 2 rubric answers_the_question``."""
+    label = unit.label
+    found = f"{label.case} turn {label.invocation}"
+    if label.rubric:
+        found += f" rubric {label.rubric}"
+    if label.sentence is not None:
+        found += f" sentence {label.sentence}"
+    return found
+
+
+def _figure(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _kappa(found: Agreement) -> str:
+    interval = found.kappa_interval
+    span = f" [{interval[0]:+.2f}, {interval[1]:+.2f}]" if interval else ""
+    return f"{_figure(found.kappa)}{span}"
+
+
+def _positive(found: Agreement) -> str:
+    return f"{_figure(found.person_positive_rate)} / {_figure(found.judge_positive_rate)}"
+
+
+def _said(unit: Compared) -> str:
+    said = unit.judge or "no label"
+    sure = confidence(unit)
+    return said if sure is None or unit.judge is None else f"{said} (p {sure:.2f})"
+
+
+# -- console ----------------------------------------------------------------------------------
+
+
+def print_agreement(console: Console, report: AgreeReport) -> None:
+    """The figures per criterion, each criterion's confusion table, then the disagreements."""
+    table = Table(title="judge agreement with people", title_justify="left")
+    for column in ("Criterion", "Labels", "Judged", "Agree", "Kappa [95%]", "Positive"):
+        table.add_column(column, justify="left" if column == "Criterion" else "right")
+    rows = [*report.by_criterion.items(), ("overall", report.overall)]
+    for name, found in rows:
+        few = " [yellow](few)[/]" if found.few else ""
+        table.add_row(
+            escape(name),
+            str(found.pairs),
+            str(found.judged),
+            f"{_figure(found.rate)}{few}",
+            _kappa(found),
+            _positive(found),
+        )
+    console.print(table)
+    console.print(
+        "[dim]Agree: over every label (a unit the judge gave no label for disagrees). Positive: "
+        "the share of the first label (valid, yes, supported, safe), people / judge. (few): "
+        "fewer than 10 judged labels, too few for the interval to mean much.[/]"
+    )
+    for name, judge in report.judges.items():
+        console.print(f"judge of {escape(name)}: {escape(judge)}")
+    for name, found in report.by_criterion.items():
+        console.print(_confusion(name, found))
+    wrong = worst_first(report.compared)
+    if wrong:
+        console.print(f"{len(wrong)} label(s) the judge did not give, worst first (first {WORST}):")
+    for unit in wrong[:WORST]:
+        note = f": {unit.note}" if unit.note else ""
+        console.print(
+            f"  {escape(unit.label.criterion)} · {escape(where(unit))} · people "
+            f"{escape(unit.label.label)}, judge {escape(_said(unit))}{escape(note)}"
+        )
+    usage = report.usage
+    console.print(f"judge calls: {usage.calls}; tokens: {usage.total_tokens:,}")
+
+
+def _rows(name: str, found: Agreement) -> list[str]:
+    """People's labels in the criterion's order (the positive first), then any other given."""
+    return [*dict.fromkeys([*LABEL_SETS.get(name, ()), *found.confusion])]
+
+
+def _columns(name: str, found: Agreement) -> list[str]:
+    """The judge's labels: the criterion's, any other it gave, and ``none`` where it gave none."""
+    seen = {said for row in found.confusion.values() for said in row}
+    labels = dict.fromkeys([*_rows(name, found), *sorted(seen - {NO_LABEL})])
+    return [*labels, *([NO_LABEL] if NO_LABEL in seen else [])]
+
+
+def _confusion(name: str, found: Agreement) -> Table:
+    columns = _columns(name, found)
+    table = Table(title=f"{escape(name)}: people (rows) by judge (columns)", title_justify="left")
+    table.add_column("")
+    for column in columns:
+        table.add_column(escape(column), justify="right")
+    for person in _rows(name, found):
+        row = found.confusion.get(person, {})
+        if row:
+            table.add_row(escape(person), *(str(row.get(column, 0)) for column in columns))
+    return table
+
+
+def cards_table(cards: Sequence[JudgeCard]) -> Table:
+    """``assay judge cards``: one row per card, newest first."""
+    table = Table(title="judge cards", title_justify="left")
+    longest = max([len("Criterion"), *(len(card.criterion) for card in cards)])
+    for column in ("Measured", "Judge model", "Criterion", "Prompt", "Labels", "Agree", "Kappa"):
+        justify = "right" if column in {"Labels", "Agree", "Kappa"} else "left"
+        table.add_column(
+            column,
+            justify=justify,  # type: ignore[arg-type]
+            min_width=longest if column == "Criterion" else None,
+            overflow="fold",
+        )
+    for card in cards:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(card.created))
+        rate = "-" if card.agreement is None else f"{card.agreement:.0%}"
+        table.add_row(
+            when,
+            escape(card.judge_model),
+            escape(card.criterion),
+            card.prompt_version,
+            str(card.labels),
+            rate,
+            _figure(card.kappa),
+        )
+    return table
+
+
+# -- HTML -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Figures:
+    name: str
+    judge: str
+    labels: int
+    judged: int
+    agree: str
+    few: bool
+    kappa: str
+    positive: str
+
+
+@dataclass(frozen=True)
+class _Confusion:
+    name: str
+    columns: list[str]
+    rows: list[tuple[str, list[int]]]
+
+
+@dataclass(frozen=True)
+class _Disagreement:
+    criterion: str
+    where: str
+    person: str
+    reason: str
+    judge: str
+    confidence: str
+    note: str
+
+
+def _figures(name: str, judge: str, found: Agreement) -> _Figures:
+    return _Figures(
+        name,
+        judge,
+        found.pairs,
+        found.judged,
+        _figure(found.rate),
+        found.few,
+        _kappa(found),
+        _positive(found),
+    )
+
+
+def render_agreement_html(report: AgreeReport, *, labels: str | None = None) -> str:
+    """The report as one self-contained HTML page (``assay judge agree --html``)."""
+    figures = [
+        _figures(name, report.judges.get(name, ""), found)
+        for name, found in report.by_criterion.items()
+    ]
+    confusions = [
+        _Confusion(
+            name,
+            _columns(name, found),
+            [
+                (person, [found.confusion[person].get(c, 0) for c in _columns(name, found)])
+                for person in _rows(name, found)
+                if found.confusion.get(person)
+            ],
+        )
+        for name, found in report.by_criterion.items()
+    ]
+    wrong = [
+        _Disagreement(
+            unit.label.criterion,
+            where(unit),
+            unit.label.label,
+            unit.label.reason or "",
+            unit.judge or "no label",
+            "" if (sure := confidence(unit)) is None else f"{sure:.2f}",
+            unit.note,
+        )
+        for unit in worst_first(report.compared)
+    ]
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return environment.get_template("agree.html.j2").render(
+        version=__version__,
+        generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        labels=labels,
+        figures=figures,
+        overall=_figures("overall", "", report.overall),
+        confusions=confusions,
+        disagreements=wrong,
+        total=len(report.compared),
+        calls=report.usage.calls,
+        tokens=f"{report.usage.total_tokens:,}",
+    )
+
+
+def write_agreement_html(path: Path, report: AgreeReport, *, labels: str | None = None) -> None:
+    """Write :func:`render_agreement_html`'s page to ``path`` (through a file beside it)."""
+    text = render_agreement_html(report, labels=labels)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -1,0 +1,132 @@
+"""``assay judge align LABELS --out PROFILE.json``: fit a judge to people's labels.
+
+The judge scores the labelled units once; per criterion a decision threshold on its probability
+of the positive label is fitted and measured by cross-validation (see
+:mod:`assay.agreement.align`), and the profile is written for ``assay eval --judge-profile``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from assay._async import run_sync
+from assay.agreement.agree import agree
+from assay.agreement.align import FOLDS, STABLE_SPREAD, Fitted, align
+from assay.agreement.labels import load_labels
+from assay.cli.output import make_console
+from assay.llm.profile import save_profile
+from assay.runner.evaluate import JudgeSettings
+
+
+@click.command("align")
+@click.argument("labels_path", metavar="LABELS", type=click.Path(dir_okay=False))
+@click.option("--judge-model", default=None, help="The judge to fit (default: as assay eval).")
+@click.option(
+    "--out",
+    "out_path",
+    required=True,
+    type=click.Path(dir_okay=False, writable=True),
+    help="Where to write the judge profile (JSON) for assay eval --judge-profile.",
+)
+@click.option(
+    "--num-samples",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Judge samples per unit (default: each criterion's num_samples). A backend without "
+    "log-probabilities is fitted on the share of positive votes, which needs several.",
+)
+@click.option("--no-cache", is_flag=True, help="Ask the judge even when the cache has answered.")
+@click.option(
+    "--json", "json_path", type=click.Path(dir_okay=False), help="Also write the figures here."
+)
+def align_command(
+    labels_path: str,
+    judge_model: str | None,
+    out_path: str,
+    num_samples: int | None,
+    no_cache: bool,
+    json_path: str | None,
+) -> None:
+    """Fit, per criterion of LABELS, the threshold on the judge's probability of the positive
+    label that agrees best with people, measured before and after by cross-validation (an
+    aligned judge is never scored on the labels it was fitted on), and write the profile."""
+    console = make_console()
+    run = load_labels(labels_path)
+    for warning in run.warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
+    settings = JudgeSettings(model=judge_model or None, cache=not no_cache)
+    report = run_sync(agree(run, settings, num_samples=num_samples))
+    digest = hashlib.sha256(Path(labels_path).read_bytes()).hexdigest()
+    profile, fitted = align(report, labels={"path": str(labels_path), "sha256": digest})
+    created = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    profile = profile.model_copy(update={"created": created})
+    print_fitted(console, fitted)
+    if not profile.criteria:
+        console.print("[red]nothing could be fitted[/]; no profile written")
+        raise SystemExit(1)
+    save_profile(profile, out_path)
+    console.print(
+        f"profile for {escape(profile.judge_model or 'the judge')} written to "
+        f"{escape(out_path)}: assay eval ... --judge-profile {escape(out_path)}"
+    )
+    if json_path:
+        figures = [_as_json(found) for found in fitted]
+        Path(json_path).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def print_fitted(console: Console, fitted: list[Fitted]) -> None:
+    """Per criterion: the threshold, agreement and kappa before and after (cross-validated),
+    and how many labels a stable fit needed."""
+    table = Table(title=f"judge alignment ({FOLDS}-fold cross-validated)", title_justify="left")
+    for column in ("Criterion", "Labels", "Decision", "Threshold", "Before", "After", "Stable"):
+        table.add_column(column, justify="left" if column == "Criterion" else "right")
+    for found in fitted:
+        before, after = found.before, found.after
+        table.add_row(
+            escape(found.criterion),
+            str(before.pairs),
+            found.decision or "-",
+            _figure(found.threshold),
+            f"{_figure(before.rate)} κ{_figure(before.kappa)}",
+            f"{_figure(after.rate)} κ{_figure(after.kappa)}",
+            str(found.stable_from) if found.stable_from else f">{before.pairs}",
+        )
+    console.print(table)
+    console.print(
+        "[dim]Before: the judge as it decides unaided. After: each label decided by a threshold "
+        "fitted on the other folds only. Stable: the fewest labels at which thresholds fitted "
+        f"on random draws agree within {STABLE_SPREAD} (>N: not stable with the N given; "
+        "label more).[/]"
+    )
+    for found in fitted:
+        for note in found.notes:
+            console.print(f"[yellow]{escape(found.criterion)}:[/] {escape(note)}")
+
+
+def _as_json(found: Fitted) -> dict[str, object]:
+    def figures(rate: float | None, kappa: float | None, pairs: int) -> dict[str, object]:
+        return {"labels": pairs, "agreement": rate, "kappa": kappa}
+
+    return {
+        "criterion": found.criterion,
+        "decision": found.decision,
+        "threshold": found.threshold,
+        "before": figures(found.before.rate, found.before.kappa, found.before.pairs),
+        "after": figures(found.after.rate, found.after.kappa, found.after.pairs),
+        "after_kappa_interval": found.after.kappa_interval,
+        "fold_thresholds": list(found.fold_thresholds),
+        "stable_from": found.stable_from,
+        "notes": list(found.notes),
+    }

@@ -1,0 +1,107 @@
+"""The run history's SQL schema, and what each version added.
+
+Schema version 3 (``PRAGMA user_version``):
+
+``runs``
+    one row per run: id (``20261122-041500-ab12``: UTC start time and four random hex digits, so
+    ids sort by time), start and end, status (``running``, ``finished``, ``interrupted``), where
+    it came from (``assay`` or ``adk`` for an imported file), the eval set paths, the run's
+    config as JSON and its sha256, the judges (in words, as
+    :func:`~assay.history.records.run_judges` names them; a run recorded before they were, or
+    imported from ADK, names their model strings), assay's version, the git commit of the
+    working directory, and the host and process that wrote it (a ``running`` run whose process
+    is gone reads as ``interrupted``).
+``run_sets``
+    one row per eval set of a finished run: its ``EvalSetResult`` without the case results, and
+    the order of its cases.
+``case_results``
+    one row per case and run number, committed as soon as the case finishes (by
+    :class:`~assay.history.writer.HistoryWriter`, which commits whatever has finished each time
+    it gets to write): the status, the tokens its judges used, and the case result, compactly,
+    by reference to the run's inputs (:mod:`assay.history.compact`).
+``run_metrics``
+    the metric headers (names, thresholds, criteria) the compact case results refer to.
+``run_inputs`` and ``blobs``
+    the files a run read (eval sets, traces), each file's bytes stored once by sha256,
+    zlib-compressed (level 1: a tenth of the size for JSON, at ~150 MB/s on the writer's
+    thread) (:mod:`assay.history.inputs`).
+``judge_cards``
+    one row per judge card (``assay judge agree``, :mod:`assay.agreement.cards`): when it was
+    measured, the judge model, criterion and prompt version it is looked up by, and the card
+    itself as JSON.
+
+A file of an older version is upgraded in place when it is opened: every table is created if it
+is missing, nothing is changed in those that exist. Schema version 2 had no ``judge_cards``.
+Schema version 1 had no ``run_metrics``, ``run_inputs`` or ``blobs`` and stored each case
+result as full JSON; such a file is upgraded in place and its case results read as they are.
+"""
+
+SCHEMA_VERSION = 3
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    started REAL NOT NULL,
+    finished REAL,
+    status TEXT NOT NULL,
+    source TEXT NOT NULL,
+    eval_sets TEXT NOT NULL,
+    config TEXT NOT NULL,
+    config_hash TEXT NOT NULL,
+    judges TEXT NOT NULL,
+    assay_version TEXT NOT NULL,
+    git_commit TEXT,
+    host TEXT,
+    pid INTEGER,
+    tokens INTEGER
+);
+CREATE TABLE IF NOT EXISTS run_sets (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    eval_set_id TEXT NOT NULL,
+    header TEXT NOT NULL,
+    case_order TEXT NOT NULL,
+    PRIMARY KEY (run_id, position)
+);
+CREATE TABLE IF NOT EXISTS case_results (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    eval_set_id TEXT NOT NULL,
+    eval_id TEXT NOT NULL,
+    run_number INTEGER NOT NULL,
+    status INTEGER NOT NULL,
+    tokens INTEGER NOT NULL,
+    written REAL NOT NULL,
+    result TEXT NOT NULL,
+    PRIMARY KEY (run_id, eval_set_id, eval_id, run_number)
+);
+CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
+CREATE TABLE IF NOT EXISTS run_metrics (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    number INTEGER NOT NULL,
+    header TEXT NOT NULL,
+    PRIMARY KEY (run_id, number)
+);
+CREATE TABLE IF NOT EXISTS blobs (
+    sha256 TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    zlib BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS run_inputs (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    PRIMARY KEY (run_id, kind, position)
+);
+CREATE TABLE IF NOT EXISTS judge_cards (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created REAL NOT NULL,
+    judge_model TEXT NOT NULL,
+    criterion TEXT NOT NULL,
+    prompt_version TEXT NOT NULL,
+    card TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS judge_cards_key
+    ON judge_cards (judge_model, criterion, prompt_version, created);
+"""
