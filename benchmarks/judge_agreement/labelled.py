@@ -1,9 +1,16 @@
 """The labelled items of the judge-agreement benchmark, and how each becomes an assay eval case.
 
-``items.yaml`` (beside this file) lists the items by criterion; :func:`load_items` reads and checks
-it, :func:`to_case` turns an item into an actual invocation (tool calls as invocation events, tool
-declarations and instructions as app details), an expected one (the reference, v2 items only) and
-its case, and :func:`criterion_for` gives the criterion it is scored under.
+``items.yaml`` (beside this file) lists the items by criterion, and each file in ``set/`` the items
+of one criterion; :func:`load_items` reads and checks such a file, :func:`to_case` turns an item
+into an actual invocation (tool calls as invocation events, tool declarations and instructions as
+app details), an expected one (the reference, v2 items only) and its case, and
+:func:`criterion_for` gives the criterion it is scored under.
+
+Items of ``per_turn_user_simulator_quality_v1`` (:class:`SimItem`) judge a simulated user, not the
+agent: a scenario (starting prompt, conversation plan), a conversation of several turns, and the
+human verdict on one turn's user message. :func:`to_case` makes them a scenario case and one
+actual invocation per turn. ``run.py`` does not score them; ``build.py`` writes them into the
+labelled eval set that ``assay judge agree`` scores.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -24,6 +31,7 @@ from assay.config import (
     RubricsBasedCriterion,
 )
 from assay.evalset import EvalCase, Invocation, Rubric, RubricContent
+from assay.evalset.case import ConversationScenario
 
 ITEMS = Path(__file__).resolve().parent / "items.yaml"
 AGENT = "agent"
@@ -34,6 +42,16 @@ RUBRIC_RESPONSE = "rubric_based_final_response_quality_v1"
 RUBRIC_TOOLS = "rubric_based_tool_use_quality_v1"
 HALLUCINATIONS = "hallucinations_v1"
 SAFETY = "safety_v1"
+SIMULATOR = "per_turn_user_simulator_quality_v1"
+
+LANG = r"^[a-z]{2,3}$"
+"""An item's language: an ISO 639 code (``en``, ``de``, ``zh``, ...)."""
+
+RUBRIC_TYPES = {
+    RUBRIC_RESPONSE: "FINAL_RESPONSE_QUALITY",
+    RUBRIC_TOOLS: "TOOL_USE_QUALITY",
+}
+"""The ``type`` a rubric on a case has, by criterion (it picks the metric that asks about it)."""
 
 # --------------------------------------------------------------------------- the items
 
@@ -79,6 +97,7 @@ class Item(_Strict):
 
     id: str
     note: str | None = None
+    lang: str = Field(default="en", pattern=LANG)
     instructions: str | None = None
     tools: list[Tool] | None = None
     prompt: str
@@ -115,6 +134,42 @@ class Criterion:
             raise ValueError(f"{item.id}: needs an answer")
 
 
+class Turn(_Strict):
+    """One turn of a simulated conversation: the user's message and the agent's reply."""
+
+    user: str
+    agent: str
+
+
+class SimItem(_Strict):
+    """A labelled turn of a simulated user (``per_turn_user_simulator_quality_v1``).
+
+    Turn 1's user message is the scenario's starting prompt (the metric checks that without a
+    judge). The label is on ``labelled_turn``, never the first (not judged) nor the last (the
+    metric's stop-signal check may replace the last turn's result).
+    """
+
+    id: str
+    note: str | None = None
+    lang: str = Field(default="en", pattern=LANG)
+    scenario: ConversationScenario
+    turns: list[Turn] = Field(min_length=3)
+    labelled_turn: int = 2
+    label: bool
+    """The human verdict on the labelled turn's user message (YAML reads yes/no as booleans)."""
+
+    @model_validator(mode="after")
+    def _a_judged_turn(self) -> SimItem:
+        if self.turns[0].user.strip() != self.scenario.starting_prompt.strip():
+            raise ValueError(f"{self.id}: turn 1's user message must be the starting prompt")
+        if not 2 <= self.labelled_turn < len(self.turns):
+            raise ValueError(
+                f"{self.id}: labelled_turn must be 2 to {len(self.turns) - 1} "
+                "(not the first turn, not the last)"
+            )
+        return self
+
+
 CRITERIA: dict[str, Criterion] = {
     c.name: c
     for c in (
@@ -125,32 +180,54 @@ CRITERIA: dict[str, Criterion] = {
         Criterion(SAFETY, "safe", "unsafe"),
     )
 }
+"""The criteria whose items are :class:`Item` (the ones ``run.py`` scores)."""
+
+SIMULATOR_CRITERION = Criterion(SIMULATOR, "yes", "no", needs_answer=False)
+ALL_CRITERIA: dict[str, Criterion] = {**CRITERIA, SIMULATOR: SIMULATOR_CRITERION}
+"""Every criterion an items file may hold, in the order of the file's keys."""
 
 
 class ItemFile(_Strict):
-    """The items, by criterion."""
+    """The items, by criterion; a file may hold any of the criteria (the others are empty)."""
 
     final_response_match_v2: list[Item] = Field(default_factory=list)
     rubric_based_final_response_quality_v1: list[Item] = Field(default_factory=list)
     rubric_based_tool_use_quality_v1: list[Item] = Field(default_factory=list)
     hallucinations_v1: list[Item] = Field(default_factory=list)
     safety_v1: list[Item] = Field(default_factory=list)
+    per_turn_user_simulator_quality_v1: list[SimItem] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _complete_and_unique(self) -> ItemFile:
-        seen: set[str] = set()
         for name, criterion in CRITERIA.items():
             for item in self.items(name):
                 criterion.check(item)
-                if item.id in seen:
-                    raise ValueError(f"duplicate item id {item.id}")
-                seen.add(item.id)
+        seen: set[str] = set()
+        for _, any_item in self.all_items():
+            if any_item.id in seen:
+                raise ValueError(f"duplicate item id {any_item.id}")
+            seen.add(any_item.id)
         return self
 
     def items(self, criterion: str) -> list[Item]:
-        """The items of one criterion."""
+        """The items of one of :data:`CRITERIA` (the simulator's are :attr:`simulator_items`)."""
+        if criterion not in CRITERIA:
+            raise KeyError(f"{criterion} items are not Items; see simulator_items")
         items: list[Item] = getattr(self, criterion)
         return items
+
+    @property
+    def simulator_items(self) -> list[SimItem]:
+        """The items of ``per_turn_user_simulator_quality_v1``."""
+        return self.per_turn_user_simulator_quality_v1
+
+    def all_items(self) -> list[tuple[str, Item | SimItem]]:
+        """Every item with its criterion, in the order of :data:`ALL_CRITERIA`."""
+        found: list[tuple[str, Item | SimItem]] = [
+            (name, item) for name in CRITERIA for item in self.items(name)
+        ]
+        found.extend((SIMULATOR, item) for item in self.simulator_items)
+        return found
 
 
 def load_items(path: Path = ITEMS) -> ItemFile:
@@ -226,8 +303,31 @@ def _text(role: str, text: str) -> dict[str, Any]:
     return {"role": role, "parts": [{"text": text}]}
 
 
-def to_case(item: Item) -> tuple[Invocation, Invocation | None, EvalCase]:
-    """The item as an actual invocation, an expected one (v2 items only) and its case."""
+@overload
+def to_case(
+    item: Item, criterion: str | None = None
+) -> tuple[Invocation, Invocation | None, EvalCase]: ...
+
+
+@overload
+def to_case(
+    item: SimItem, criterion: str | None = None
+) -> tuple[list[Invocation], None, EvalCase]: ...
+
+
+def to_case(
+    item: Item | SimItem, criterion: str | None = None
+) -> tuple[Invocation | list[Invocation], Invocation | None, EvalCase]:
+    """The item as an actual invocation, an expected one (v2 items only) and its case.
+
+    A :class:`SimItem` gives one actual invocation per turn, no expected one, and a case with
+    its scenario and no conversation. ``criterion``, when it is a rubric criterion, puts the
+    item's rubrics on the case with that criterion's rubric type (ids :func:`rubric_id`), so
+    that an eval set holding items of every criterion is scored with one config; left out, the
+    rubrics are the criterion's (:func:`criterion_for`), as ``run.py`` scores them.
+    """
+    if isinstance(item, SimItem):
+        return _simulated(item), None, _scenario_case(item)
     declarations = [_declaration(t) for t in declared_tools(item)]
     agent = {
         "name": AGENT,
@@ -252,8 +352,36 @@ def to_case(item: Item) -> tuple[Invocation, Invocation | None, EvalCase]:
                 "final_response": _text("model", item.reference),
             }
         )
-    case = EvalCase(eval_id=item.id, conversation=[expected or actual])
+    rubric_type = RUBRIC_TYPES.get(criterion or "")
+    rubrics = None
+    if rubric_type is not None and item.rubrics:
+        rubrics = [
+            Rubric(
+                rubric_id=rubric_id(n),
+                rubric_content=RubricContent(text_property=r.text),
+                type=rubric_type,
+            )
+            for n, r in enumerate(item.rubrics, 1)
+        ]
+    case = EvalCase(eval_id=item.id, conversation=[expected or actual], rubrics=rubrics)
     return actual, expected, case
+
+
+def _simulated(item: SimItem) -> list[Invocation]:
+    return [
+        Invocation.model_validate(
+            {
+                "invocation_id": f"{item.id}-{n}",
+                "user_content": _text("user", turn.user),
+                "final_response": _text("model", turn.agent),
+            }
+        )
+        for n, turn in enumerate(item.turns, 1)
+    ]
+
+
+def _scenario_case(item: SimItem) -> EvalCase:
+    return EvalCase(eval_id=item.id, conversation_scenario=item.scenario)
 
 
 def rubric_id(n: int) -> str:
