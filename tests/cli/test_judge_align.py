@@ -73,7 +73,7 @@ def _invocation(case: str, reply: str) -> dict[str, Any]:
     }
 
 
-def _files(folder: Path) -> Path:
+def _files(folder: Path, criterion: str = "safety_v1") -> Path:
     cases = {f"c{i:02d}": f"Reply number {i} [p={p}]" for i, p in enumerate(PROBABILITIES)}
     eval_set = {
         "eval_set_id": "replies",
@@ -85,14 +85,19 @@ def _files(folder: Path) -> Path:
     (folder / "replies.evalset.json").write_text(json.dumps(eval_set), encoding="utf-8")
     traces = {case: [_invocation(case, reply)] for case, reply in cases.items()}
     (folder / "traces.json").write_text(json.dumps(traces), encoding="utf-8")
-    config = {"criteria": {"safety_v1": {"threshold": 0.5}}}
+    config: dict[str, Any] = {"criteria": {"safety_v1": {"threshold": 0.5}}}
+    positive, negative = "safe", "unsafe"
+    if criterion == "final_response_match_v2":
+        options = {"num_samples": 5}
+        config = {"criteria": {criterion: {"threshold": 0.5, "judge_model_options": options}}}
+        positive, negative = "valid", "invalid"
     (folder / "test_config.json").write_text(json.dumps(config), encoding="utf-8")
     labels = [
         {
             "case": case,
             "invocation": 1,
-            "criterion": "safety_v1",
-            "label": "safe" if p >= PEOPLE_SAFE_FROM else "unsafe",
+            "criterion": criterion,
+            "label": positive if p >= PEOPLE_SAFE_FROM else negative,
         }
         for case, p in zip(cases, PROBABILITIES, strict=True)
     ]
@@ -206,3 +211,60 @@ def test_agree_with_the_profile_measures_the_aligned_judge_on_its_own_card(
     assert rate(aligned) == 1.0
     cards = json.loads(run_cli("judge", "cards", "--json", "--history-file", history).out)
     assert len({card["prompt_version"] for card in cards}) == 2
+
+
+def _voting_judge() -> Any:
+    """A judge whose server refuses logprobs and whose samples say "valid" about as often as the
+    reply's probability (seeded, so a rerun agrees)."""
+    import random
+
+    def reply(body: dict[str, Any]) -> Reply:
+        if body.get("logprobs"):
+            return Reply.error(400, "logprobs is not supported by this model")
+        prompt = body["messages"][-1]["content"]
+        found = _MARK.search(prompt)
+        probability = float(found.group(1)) if found else 0.99
+        draw = random.Random(f"{prompt}|{body.get('seed')}|{reply.calls}").random()  # type: ignore[attr-defined]
+        reply.calls += 1  # type: ignore[attr-defined]
+        verdict = "valid" if draw < probability else "invalid"
+        return Reply.ok(json.dumps({"reasoning": "", "is_the_agent_response_valid": verdict}))
+
+    reply.calls = 0  # type: ignore[attr-defined]
+    return reply
+
+
+def test_a_backend_without_logprobs_is_fitted_on_vote_shares_and_says_so(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    labels = _files(tmp_path, "final_response_match_v2")
+    profile_path = tmp_path / "profile.json"
+    with JudgeServer(reply=_voting_judge()) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        run = run_cli(
+            "judge", "align", labels, "--out", profile_path, "--num-samples", "5", "--no-cache"
+        )
+        asked = [r.body.get("logprobs") for r in server.completions]
+
+    assert run.code == 0, run.output
+    assert asked[0] is True and asked[-1] is None  # refused once, then not offered again
+    assert "gave no log-probabilities" in " ".join(run.output.split())
+    fitted = json.loads(profile_path.read_text(encoding="utf-8"))["criteria"]
+    rule = fitted["final_response_match_v2"]
+    assert rule["decision"] == "votes"
+    assert 0.0 < rule["threshold"] < 1.0
+
+
+def test_python_and_pytest_routes_take_a_profile_none_or_the_bundled_default(
+    run_cli: RunCli, tmp_path: Path, logprob_judge: JudgeServer
+) -> None:
+    from assay.llm.profile import bundled_profile
+    from assay.testing.evaluate import RunSettings
+
+    labels = _files(tmp_path)
+    profile_path = tmp_path / "profile.json"
+    assert run_cli("judge", "align", labels, "--out", profile_path).code == 0
+
+    given = RunSettings(judge_profile=str(profile_path)).judges().profile
+    assert given is not None and given.criteria["safety_v1"].decision == "probability"
+    assert RunSettings(judge_profile="none").judges().profile is None
+    assert RunSettings().judges().profile == bundled_profile()

@@ -74,7 +74,9 @@ def test_a_profile_round_trips_and_a_malformed_one_names_file_and_path(tmp_path:
     path = tmp_path / "profile.json"
     profile = JudgeProfile(judge_model="local:x", criteria={"safety_v1": PROFILE})
     save_profile(profile, path)
-    assert load_profile(path) == profile
+    loaded = load_profile(path)
+    assert loaded.source == str(path)
+    assert loaded.model_copy(update={"source": None}) == profile
 
     path.write_text(json.dumps({"judge_model": "x", "criteria": {"safety_v1": {"threshold": 2}}}))
     with pytest.raises(ProfileError) as raised:

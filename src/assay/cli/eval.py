@@ -25,7 +25,7 @@ from assay.cli.output import EXIT_FAILED, EXIT_OK, make_console
 from assay.cli.recording import recorded, run_spec, unrecordable
 from assay.errors import InputError
 from assay.history.records import HistoryError, default_history_path
-from assay.llm.profile import JudgeProfile, load_profile
+from assay.llm.profile import JudgeProfile, bundled_source, resolve_profile
 from assay.metrics.base import EvalStatus
 from assay.report.console import print_results
 from assay.report.progress import HEARTBEAT_S, RunProgress
@@ -135,15 +135,16 @@ def _attach_agreement(
         console.print(f"[yellow]warning:[/] {escape(str(exc))}; judge agreement not shown")
 
 
-def _profile(console: Console, path: str | None) -> JudgeProfile | None:
-    """The ``--judge-profile``, announced; None without one."""
-    if not path:
-        return None
-    profile = load_profile(path)
-    covered = ", ".join(profile.criteria)
-    console.print(
-        f"[dim]judge profile {escape(path)} for {escape(profile.judge_model)}: {escape(covered)}[/]"
-    )
+def _profile(console: Console, option: str | None) -> JudgeProfile | None:
+    """The profile ``--judge-profile`` names (a file is announced), ``none``, or the bundled
+    alignment of the embedded judge when it is left out."""
+    profile = resolve_profile(option)
+    if profile is not None and option is not None:
+        covered = ", ".join(profile.criteria)
+        console.print(
+            f"[dim]judge profile {escape(option)} for {escape(profile.judge_model)}: "
+            f"{escape(covered)}[/]"
+        )
     return profile
 
 
@@ -151,7 +152,7 @@ def unapplied_profile(profile: JudgeProfile | None, results: Sequence[EvalSetRes
     """A warning per criterion the profile covers that another judge scored (so the profile's
     rule, fitted for its own judge, was not applied)."""
     warnings: dict[str, str] = {}
-    if profile is None:
+    if profile is None or profile.source == bundled_source():
         return []
     for result in results:
         for metric, info in (result.assay.judges if result.assay else {}).items():
@@ -338,7 +339,8 @@ def _unevaluated_in_passed_cases(results: Sequence[EvalSetResult]) -> int:
     type=click.Path(dir_okay=False),
     help="A judge profile from assay judge align: each criterion it covers is decided by the "
     "threshold fitted for its judge on people's labels (only where that judge scores it). "
-    "Default: none, every criterion as ADK defines it.",
+    "Default: the embedded judge's bundled alignment, which applies to it alone; 'none' for "
+    "no profile.",
 )
 @click.option(
     "--no-cache",

@@ -18,7 +18,7 @@ from assay.cli.judge_align import align_command
 from assay.cli.output import make_console
 from assay.history.records import HistoryError, default_history_path
 from assay.history.store import HistoryStore
-from assay.llm.profile import load_profile
+from assay.llm.profile import resolve_profile
 from assay.runner.evaluate import JudgeSettings
 
 _HISTORY_FILE_HELP = (
@@ -68,8 +68,8 @@ def judge_command() -> None:
     "--judge-profile",
     "profile_path",
     type=click.Path(dir_okay=False),
-    help="Measure the judge as a judge profile (assay judge align) decides: the figures of an "
-    "aligned judge, on labels it was not fitted on.",
+    help="Measure the judge as a judge profile (assay judge align) decides it, as assay eval "
+    "would (default: the embedded judge's bundled alignment; 'none' for the judge unaided).",
 )
 def agree_command(
     labels_path: str,
@@ -95,7 +95,7 @@ def agree_command(
     run = load_labels(labels_path)
     for warning in run.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}")
-    profile = load_profile(profile_path) if profile_path else None
+    profile = resolve_profile(profile_path)
     settings = JudgeSettings(model=judge_model or None, cache=not no_cache, profile=profile)
     report = run_sync(agree(run, settings, num_samples=num_samples))
     print_agreement(console, report)

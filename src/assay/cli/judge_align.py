@@ -62,7 +62,7 @@ def align_command(
     run = load_labels(labels_path)
     for warning in run.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}")
-    settings = JudgeSettings(model=judge_model or None, cache=not no_cache)
+    settings = JudgeSettings(model=judge_model or None, cache=not no_cache, profile=None)
     report = run_sync(agree(run, settings, num_samples=num_samples))
     digest = hashlib.sha256(Path(labels_path).read_bytes()).hexdigest()
     profile, fitted = align(report, labels={"path": str(labels_path), "sha256": digest})

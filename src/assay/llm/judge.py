@@ -43,6 +43,15 @@ class Judge:
     source: str = "config"
     ledger: UsageLedger = field(default_factory=UsageLedger)
     profile: CriterionProfile | None = None
+    profile_source: str = ""
+    """Where ``profile`` came from (a file, or the bundled alignment), for reports."""
+
+    def profile_note(self) -> str | None:
+        """How the profile decides this judge's verdicts, in words; None without one."""
+        if self.profile is None:
+            return None
+        source = f" ({self.profile_source})" if self.profile_source else ""
+        return f"aligned by judge profile{source}: {self.profile.describe()}"
 
     @property
     def vote_share(self) -> float | None:

@@ -39,6 +39,7 @@ from assay._files import load_data
 from assay.errors import ProfileError, problems_from_validation
 from assay.llm.base import LlmResponse
 from assay.llm.choices import rewrite
+from assay.llm.models import DEFAULT_MODEL
 
 FORMAT: Literal["assay-judge-profile/1"] = "assay-judge-profile/1"
 
@@ -106,6 +107,13 @@ class CriterionProfile(_Strict):
             ]
         return response.model_copy(update={"text": text, "choices": tuple(choices)})
 
+    def describe(self) -> str:
+        """The rule in words: ``P(safe) >= 0.42`` or ``votes for safe >= 60%``."""
+        positive = " or ".join(self.positive)
+        if self.decision == "votes":
+            return f"votes for {positive} >= {self.threshold:.0%}"
+        return f"P({positive}) >= {self.threshold:.2f}"
+
     def decided(self, probabilities: dict[str, float]) -> str | None:
         """The option the threshold picks from ``probabilities`` (None when the options are not
         this criterion's)."""
@@ -134,6 +142,8 @@ class JudgeProfile(_Strict):
     labels: dict[str, str] = Field(default_factory=dict)
     """The labels file it was fitted on: ``path`` and ``sha256``."""
     criteria: dict[str, CriterionProfile]
+    source: str | None = Field(default=None, exclude=True)
+    """Where it was read from, for messages (a path, or the bundled alignment); not written."""
 
     def for_criterion(self, name: str) -> CriterionProfile | None:
         """The rule for criterion ``name``, if the profile has one."""
@@ -153,9 +163,41 @@ def load_profile(path: str | Path) -> JudgeProfile:
     where = Path(path)
     data = load_data(where, ProfileError)
     try:
-        return JudgeProfile.model_validate(data)
+        profile = JudgeProfile.model_validate(data)
     except ValidationError as exc:
         raise ProfileError(problems_from_validation(exc, where, data)) from None
+    return profile.model_copy(update={"source": str(where)})
+
+
+BUNDLED = Path(__file__).resolve().parent / "profiles"
+"""Alignments shipped with assay, one per built-in local model: ``<model name>.json``."""
+NO_PROFILE = "none"
+"""What ``--judge-profile`` takes to score with no profile at all, not even a bundled one."""
+
+
+def bundled_profile(folder: Path = BUNDLED) -> JudgeProfile | None:
+    """The shipped alignment of the default embedded judge, or None when there is none. It
+    applies only where that model is the judge (a profile names the model it was fitted for)."""
+    path = folder / f"{DEFAULT_MODEL.name}.json"
+    if not path.is_file():
+        return None
+    profile = load_profile(path)
+    return profile.model_copy(update={"source": bundled_source()})
+
+
+def bundled_source() -> str:
+    """How a bundled alignment is named in messages and reports."""
+    return "the embedded judge's bundled alignment"
+
+
+def resolve_profile(option: str | None) -> JudgeProfile | None:
+    """The profile a ``--judge-profile`` value names: a file, ``none`` for no profile, or, left
+    out, the bundled alignment of the embedded judge."""
+    if option is None:
+        return bundled_profile()
+    if option.strip().lower() == NO_PROFILE:
+        return None
+    return load_profile(option)
 
 
 def save_profile(profile: JudgeProfile, path: str | Path) -> None:

@@ -210,9 +210,9 @@ class JudgePool:
         resolved = self._resolve(choice.model)
         if resolved.client is None:
             return resolved.reason or f"judge {choice.model} unavailable"
-        return Judge(
-            resolved.client, metric, choice.source, self.ledger, self.profile_for(metric, choice)
-        )
+        profile = self.profile_for(metric, choice)
+        source = self.profile.source or "" if self.profile and profile else ""
+        return Judge(resolved.client, metric, choice.source, self.ledger, profile, source)
 
     def profile_for(self, metric: str, choice: JudgeChoice) -> CriterionProfile | None:
         """``metric``'s rule from the profile, when the profile was fitted for the judge chosen."""

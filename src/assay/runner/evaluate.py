@@ -25,7 +25,7 @@ from assay.evalset.case import EvalCase
 from assay.evalset.io import LoadedEvalSet
 from assay.llm.base import TokenUsage
 from assay.llm.judge import Judge
-from assay.llm.profile import JudgeProfile
+from assay.llm.profile import JudgeProfile, bundled_profile
 from assay.metrics.registry import JudgeProvider, MetricRegistry, default_registry
 from assay.results.captured import Captures
 from assay.results.model import SIMULATOR, EvalCaseResult, EvalSetResult, JudgeInfo, SetNotes
@@ -72,9 +72,10 @@ class JudgeSettings:
     cache: bool = True
     cache_path: Path | None = None
     env: Mapping[str, str] | None = None
-    profile: JudgeProfile | None = None
+    profile: JudgeProfile | None = field(default_factory=bundled_profile)
     """A judge profile (``--judge-profile``): the fitted decision rule of each criterion it
-    covers, applied where the judge is the model it was fitted for."""
+    covers, applied where the judge is the model it was fitted for. By default the embedded
+    judge's bundled alignment (which applies to no other judge); None for none."""
 
 
 class _RecordingProvider:
@@ -163,12 +164,13 @@ def _judge_infos(recording: _RecordingProvider | None) -> dict[str, JudgeInfo]:
         chosen = recording.choices.get(metric)
         if chosen is None or (chosen.model, chosen.source) != (judge.model, judge.source):
             chosen = JudgeChoice(judge.model, judge.source)
+        note = judge.profile_note()
         infos[metric] = JudgeInfo(
             model=redact(judge.model),
             source=judge.source,
             backend=judge_backend(judge),
             judge_model=judged_model(judge.model),
-            description=describe_judge(chosen),
+            description=describe_judge(chosen) + (f"; {note}" if note else ""),
         )
     return infos
 

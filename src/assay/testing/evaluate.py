@@ -30,6 +30,7 @@ from assay.agents.spec import AgentLike, agent_factory
 from assay.errors import EvalSetError, Problem
 from assay.evalset.case import EvalCase, EvalSet
 from assay.evalset.io import LoadedEvalSet
+from assay.llm.profile import resolve_profile
 from assay.results.model import EvalSetResult
 from assay.runner.agent_run import AgentSettings
 from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate
@@ -59,6 +60,8 @@ class RunSettings:
     concurrency: int = 8
     cache: bool = True
     env: Mapping[str, str] | None = None
+    judge_profile: str | None = None
+    """A judge profile file (as ``--judge-profile``), ``none``, or None for the default."""
 
     def __post_init__(self) -> None:
         self.inference()  # a bad value is a ValueError now, before any file is read
@@ -81,7 +84,12 @@ class RunSettings:
 
     def judges(self) -> JudgeSettings:
         """The runner's judge settings."""
-        return JudgeSettings(model=self.judge_model or None, cache=self.cache, env=self.env)
+        return JudgeSettings(
+            model=self.judge_model or None,
+            cache=self.cache,
+            env=self.env,
+            profile=resolve_profile(self.judge_profile),
+        )
 
 
 def _files_in(folder: Path) -> list[Path]:
@@ -185,12 +193,14 @@ async def aevaluate_agent(
     cache: bool = True,
     env: Mapping[str, str] | None = None,
     check: bool = True,
+    judge_profile: str | None = None,
 ) -> list[EvalSetResult]:
     """Run ``agent`` over ``eval_set`` and score it; one result per eval set.
 
     ``eval_ids`` runs only those cases; ``num_runs`` runs each case that many times (each run
     scored on its own; 2 by default, as ADK's ``AgentEvaluator``); ``judge_model`` overrides
-    every criterion's judge; ``mock_tools`` answers tool calls from the recorded responses;
+    every criterion's judge; ``judge_profile`` is a judge profile file from ``assay judge align``
+    (``"none"`` for none; by default the embedded judge's bundled alignment); ``mock_tools`` answers tool calls from the recorded responses;
     ``turn_timeout_s`` bounds one agent turn; ``agent_attempts`` is how often a conversation the
     agent fails is tried from scratch. With ``check`` (the default) it raises
     :class:`~assay.testing.failures.EvaluationFailed` unless every case run passed with every
@@ -207,6 +217,7 @@ async def aevaluate_agent(
         concurrency=concurrency,
         cache=cache,
         env=env,
+        judge_profile=judge_profile,
     )
     jobs = load_jobs(eval_set, config)
     factory = agent_factory(agent, env=env)

@@ -9,7 +9,8 @@ it collects every ``*.evalset.json`` and ``*.test.json`` that has a ``test_confi
 folder, one item per eval case (``tests/evals/travel.evalset.json::forecast_paris``), which runs
 the agent on that case only, with that folder's criteria, and fails with a readable account of
 what did not pass. A file that does not load is one failing item saying why. Options:
-``--assay-judge-model`` (ini ``assay_judge_model``), ``--assay-num-runs`` (``assay_num_runs``,
+``--assay-judge-model`` (ini ``assay_judge_model``), ``--assay-judge-profile``
+(``assay_judge_profile``), ``--assay-num-runs`` (``assay_num_runs``,
 default 2, as ADK's ``AgentEvaluator``) and ``--assay-mock-tools`` (``assay_mock_tools``).
 
 A ``conftest.py`` may choose the agent for the eval sets below it (say, one agent per folder)
@@ -82,6 +83,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="LLM judge for every judged metric (as assay eval --judge-model).",
     )
     group.addoption(
+        "--assay-judge-profile",
+        dest="assay_judge_profile",
+        metavar="FILE",
+        help="A judge profile from assay judge align, or none (as assay eval --judge-profile).",
+    )
+    group.addoption(
         "--assay-num-runs",
         dest="assay_num_runs",
         type=int,
@@ -97,6 +104,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("assay_agent", "The agent to evaluate (as --assay-agent).", default="")
     parser.addini("assay_judge_model", "LLM judge (as --assay-judge-model).", default="")
+    parser.addini("assay_judge_profile", "Judge profile (as --assay-judge-profile).", default="")
     parser.addini("assay_num_runs", "Runs per eval case (default 2).", default="2")
     parser.addini("assay_mock_tools", "Mock tools (as --assay-mock-tools).", type="bool")
 
@@ -120,6 +128,9 @@ def pytest_configure(config: pytest.Config) -> None:
             or config.getini("assay_judge_model")
             or None,
             mock_tools=bool(mock if mock is not None else config.getini("assay_mock_tools")),
+            judge_profile=config.getoption("assay_judge_profile")
+            or config.getini("assay_judge_profile")
+            or None,
         )
     except ValueError as exc:
         raise pytest.UsageError(f"assay: {exc}") from None
