@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from assay._files import write_atomically
 from assay._version import __version__
 from assay.agreement.agree import AgreeReport, Compared
 from assay.agreement.cards import JudgeCard
@@ -276,11 +277,4 @@ def render_agreement_html(report: AgreeReport, *, labels: str | None = None) -> 
 
 def write_agreement_html(path: Path, report: AgreeReport, *, labels: str | None = None) -> None:
     """Write :func:`render_agreement_html`'s page to ``path`` (through a file beside it)."""
-    text = render_agreement_html(report, labels=labels)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomically(path, render_agreement_html(report, labels=labels))

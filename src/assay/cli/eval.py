@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from assay._collector import collections_paused
+from assay._files import write_atomically
 from assay.agents.spec import resolve_agent
 from assay.cli.history import max_cases_option
 from assay.cli.output import EXIT_FAILED, EXIT_OK, make_console
@@ -42,13 +43,9 @@ def _write_output(path: Path, results: Sequence[EvalSetResult]) -> None:
     if len(results) == 1:
         payload = payload[0]
     text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
-    tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        write_atomically(path, text)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
         reason = exc.strerror or str(exc)
         if exc.filename is not None and str(exc.filename) != str(path):
             reason += f": {exc.filename}"

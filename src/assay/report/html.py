@@ -29,6 +29,7 @@ from typing import Any
 
 import jinja2
 
+from assay._files import write_atomically
 from assay._version import __version__
 from assay.evalset.content import content_text
 from assay.evalset.invocation import IntermediateData, Invocation
@@ -485,11 +486,4 @@ def render_html(results: Sequence[EvalSetResult], *, title: str | None = None) -
 
 def write_html(path: Path, results: Sequence[EvalSetResult], *, title: str | None = None) -> None:
     """Write the report page to ``path`` (through a temporary file beside it)."""
-    text = render_html(results, title=title)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomically(path, render_html(results, title=title))
