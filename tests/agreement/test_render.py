@@ -91,3 +91,15 @@ def test_the_page_lists_every_disagreement_worst_first_and_escapes_every_text() 
     assert "labels &amp; more.yaml" in page
     assert page.index("no_label_b") < page.index("sure_95") < page.index("unknown_a")
     assert "Disagreements, worst first (8 of 9 labels)" in page
+
+
+def test_an_answer_labelled_criterion_has_only_answer_labels_in_its_confusion_table() -> None:
+    from assay.agreement.render import _columns, _rows
+    from assay.agreement.stats import agreement
+
+    found = agreement(
+        [("grounded", "grounded"), ("ungrounded", "grounded"), ("grounded", None)],
+        positive="grounded",
+    )
+    assert _rows("hallucinations_v1", found) == ["grounded", "ungrounded"]
+    assert _columns("hallucinations_v1", found) == ["grounded", "ungrounded", "none"]

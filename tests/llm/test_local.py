@@ -352,3 +352,37 @@ def test_the_grammar_decoder_can_be_chosen_and_an_unknown_one_is_refused(
     for setting, value in (("ASSAY_LOCAL_DECODER", "beam"), ("ASSAY_LOCAL_TEXT_LIMIT", "-1")):
         with pytest.raises(LlmUnavailableError, match=setting):
             LocalBackend("local:smollm2", env={**env, setting: value}, n_threads=1)
+
+
+class _SplitCharacterRuntime:
+    """A runtime whose next token ends inside a UTF-8 character: as llama.cpp's server does, it
+    holds back that token's probabilities until more tokens complete the character."""
+
+    n_ctx = 64
+
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+
+    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.asked.append(int(body["max_tokens"]))
+        if body["max_tokens"] == 1:
+            return {"choices": [{"text": "\ufffd", "logprobs": None, "finish_reason": "length"}]}
+        steps = [
+            {
+                "id": 230,
+                "top_logprobs": [{"id": 230, "logprob": -0.1}, {"id": 12, "logprob": -2.5}],
+            },
+            {"id": 151, "top_logprobs": [{"id": 151, "logprob": -0.01}]},
+        ]
+        return {"choices": [{"text": "雨", "logprobs": {"content": steps}}]}
+
+
+def test_a_next_token_inside_a_multibyte_character_still_gets_its_probabilities() -> None:
+    from assay.llm.backends.local import _ServerTokens
+
+    runtime = _SplitCharacterRuntime()
+    tokens = _ServerTokens(runtime)  # type: ignore[arg-type]
+    tokens.feed([1, 2, 3])
+
+    assert tokens.top(2) == [(230, -0.1), (12, -2.5)]
+    assert runtime.asked == [1, 4]

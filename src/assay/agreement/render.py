@@ -25,7 +25,7 @@ from assay._files import write_atomically
 from assay._version import __version__
 from assay.agreement.agree import AgreeReport, Compared
 from assay.agreement.cards import JudgeCard
-from assay.agreement.labels import LABEL_SETS
+from assay.agreement.labels import ANSWER_LABELS, LABEL_SETS
 from assay.agreement.stats import NO_LABEL, Agreement
 
 WORST = 10
@@ -127,7 +127,11 @@ def print_agreement(console: Console, report: AgreeReport) -> None:
 
 
 def _rows(name: str, found: Agreement) -> list[str]:
-    """People's labels in the criterion's order (the positive first), then any other given."""
+    """People's labels in the criterion's order (the positive first), then any other given: per
+    answer or per sentence, as the labels were given."""
+    by_answer = ANSWER_LABELS.get(name, ())
+    if any(label in by_answer for label in found.confusion):
+        return [*dict.fromkeys([*by_answer, *found.confusion])]
     return [*dict.fromkeys([*LABEL_SETS.get(name, ()), *found.confusion])]
 
 

@@ -87,6 +87,7 @@ by 0.03-0.05 (shared/research/local-judge.md); the margin is five times that."""
 _FIRST_LOOK = 32
 """How many of the most likely next tokens a choice first asks for; more only when needed."""
 _ANSWER_ROOM = 16  # the fewest tokens left for an answer
+_UTF8_TOKENS = 4  # enough byte tokens to complete any UTF-8 character
 
 _PARAMS = {
     "top_p",
@@ -342,7 +343,18 @@ class _ServerTokens:
         answer = self._runtime.complete(body)
         timings = answer.get("timings") or {}
         self.evaluated += int(timings.get("prompt_n", 0))
-        [step] = answer["choices"][0]["logprobs"]["content"]
+        steps = _steps(answer)
+        if not steps:
+            # llama.cpp holds back a token that ends inside a UTF-8 character, and its
+            # probabilities with it; a few more tokens complete the character.
+            answer = self._runtime.complete({**body, "max_tokens": _UTF8_TOKENS})
+            steps = _steps(answer)
+        if not steps:
+            raise LlmCallError(
+                "the local runtime gave no token probabilities for the next token",
+                retryable=False,
+            )
+        step = steps[0]
         ranked: dict[int, float] = {}
         for entry in step["top_logprobs"]:
             token = int(entry["id"])
@@ -369,6 +381,14 @@ class _ServerTokens:
         ranked, _ = self._look(count, fresh=True)
         settled = np.array([ranked.get(t, -np.inf) for t in candidates], dtype=np.float64)
         return settled if np.isfinite(settled).any() else values
+
+
+def _steps(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The per-token probability entries of a completion (empty when it gave none)."""
+    choices = answer.get("choices") or [{}]
+    logprobs = choices[0].get("logprobs") or {}
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    return [step for step in content or [] if isinstance(step, dict)]
 
 
 def _enough(values: npt.NDArray[np.float64], floor: float, *, every: bool) -> bool:
