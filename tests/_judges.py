@@ -68,6 +68,8 @@ def _answer(body: dict[str, Any], good: bool) -> str:
                 ]
             }
         )
+    if name == "rubric_verdict":  # one rubric per question
+        return json.dumps({"verdict": "yes" if good else "no"})
     if name == "user_simulator_verdict":
         return json.dumps({"criteria": [], "is_valid": good})
     if name == "sentences":

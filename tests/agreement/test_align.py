@@ -29,3 +29,15 @@ def test_noise_needs_more_labels_for_a_stable_fit_than_a_clean_split() -> None:
     found = stable_from(clean)
     assert found is not None
     assert stable_from(noisy) is None or stable_from(noisy) > found  # type: ignore[operator]
+
+
+def test_a_probe_profile_only_changes_how_its_criteria_are_asked() -> None:
+    from assay.agreement.align import PROMPTS, probe_profile
+
+    criteria = list(PROMPTS["one_rubric_per_call"])
+    probe = probe_profile("local:m", "one_rubric_per_call", criteria)
+    for name in criteria:
+        rule = probe.criteria[name]
+        assert rule.prompt == "one_rubric_per_call"
+        assert rule.decided({"yes": 0.51, "no": 0.49}) == "yes"  # as the judge itself decides
+        assert rule.decided({"yes": 0.49, "no": 0.51}) == "no"

@@ -159,16 +159,20 @@ def _negative(compared: Sequence[Compared], positive: str) -> str:
     return next(label for label in labels if label != positive)
 
 
-def align(report: AgreeReport, *, labels: dict[str, str]) -> tuple[JudgeProfile, list[Fitted]]:
-    """Fit every labelled criterion of ``report``; the profile holds those a threshold was
-    fitted for. ``labels`` names the labels file (``path``, ``sha256``)."""
+def align(
+    report: AgreeReport, *, labels: dict[str, str], prompts: dict[str, str] | None = None
+) -> tuple[JudgeProfile, list[Fitted]]:
+    """Fit every labelled criterion of ``report``; the profile holds those whose fitted rule did
+    better held out than the judge unaided (:func:`helps`). ``labels`` names the labels file
+    (``path``, ``sha256``); ``prompts`` the prompt each criterion was asked with, where not its
+    default."""
     fitted = []
     criteria: dict[str, CriterionProfile] = {}
     for name in report.by_criterion:
         units = [c for c in report.compared if c.label.criterion == name]
         found = fit_criterion(name, units)
         fitted.append(found)
-        if found.decision is None or found.threshold is None:
+        if found.decision is None or found.threshold is None or not helps(found):
             continue
         key, positive = DECISIONS[name]
         criteria[name] = CriterionProfile(
@@ -176,11 +180,21 @@ def align(report: AgreeReport, *, labels: dict[str, str]) -> tuple[JudgeProfile,
             field=key,
             positive=list(positive),
             threshold=round(found.threshold, 4),
+            prompt=(prompts or {}).get(name, "default"),
             fit=_fit_record(found),
         )
     models = set(report.judge_models.values())
     judge_model = models.pop() if len(models) == 1 else ""
     return JudgeProfile(judge_model=judge_model, labels=labels, criteria=criteria), fitted
+
+
+def helps(found: Fitted) -> bool:
+    """Whether the fitted rule did better held out than the judge unaided (kappa, else the
+    agreement rate): a rule that does not is left out of the profile."""
+    before, after = found.before, found.after
+    if before.kappa is not None and after.kappa is not None and after.kappa != before.kappa:
+        return after.kappa > before.kappa
+    return (after.rate or 0.0) > (before.rate or 0.0)
 
 
 def _fit_record(found: Fitted) -> dict[str, object]:
@@ -194,3 +208,28 @@ def _fit_record(found: Fitted) -> dict[str, object]:
         "after_cross_validated": figures(found.after),
         "stable_from_labels": found.stable_from,
     }
+
+
+PROMPTS: dict[str, tuple[str, ...]] = {
+    "one_rubric_per_call": (
+        "rubric_based_final_response_quality_v1",
+        "rubric_based_tool_use_quality_v1",
+    ),
+}
+"""The prompts ``align --prompt`` can ask a judge with, and the criteria that offer each."""
+
+
+def probe_profile(judge_model: str, prompt: str, criteria: list[str]) -> JudgeProfile:
+    """A profile that only changes how ``criteria`` are asked (a threshold of 0.5 on two options
+    decides as the judge does), for fitting a judge asked that way."""
+    rule = {
+        name: CriterionProfile(
+            decision="probability",
+            field=DECISIONS[name][0],
+            positive=list(DECISIONS[name][1]),
+            threshold=0.5,
+            prompt=prompt,
+        )
+        for name in criteria
+    }
+    return JudgeProfile(judge_model=judge_model, criteria=rule, source="align --prompt")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import click
@@ -19,10 +20,20 @@ from rich.table import Table
 
 from assay._async import run_sync
 from assay.agreement.agree import agree
-from assay.agreement.align import FOLDS, STABLE_SPREAD, Fitted, align
+from assay.agreement.align import (
+    FOLDS,
+    PROMPTS,
+    STABLE_SPREAD,
+    Fitted,
+    align,
+    helps,
+    probe_profile,
+)
 from assay.agreement.labels import load_labels
 from assay.cli.output import make_console
+from assay.config import BaseCriterion
 from assay.llm.profile import save_profile
+from assay.llm.selection import choose_judge_model, judged_model
 from assay.runner.evaluate import JudgeSettings
 
 
@@ -47,6 +58,13 @@ from assay.runner.evaluate import JudgeSettings
 @click.option(
     "--json", "json_path", type=click.Path(dir_okay=False), help="Also write the figures here."
 )
+@click.option(
+    "--prompt",
+    type=click.Choice(sorted(PROMPTS)),
+    default=None,
+    help="Ask the criteria that offer it with this prompt for small models "
+    "(one_rubric_per_call: the rubric criteria, one rubric per question); the profile keeps it.",
+)
 def align_command(
     labels_path: str,
     judge_model: str | None,
@@ -54,6 +72,7 @@ def align_command(
     num_samples: int | None,
     no_cache: bool,
     json_path: str | None,
+    prompt: str | None,
 ) -> None:
     """Fit, per criterion of LABELS, the threshold on the judge's probability of the positive
     label that agrees best with people, measured before and after by cross-validation (an
@@ -62,10 +81,19 @@ def align_command(
     run = load_labels(labels_path)
     for warning in run.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}")
-    settings = JudgeSettings(model=judge_model or None, cache=not no_cache, profile=None)
+    asked = [name for name in PROMPTS.get(prompt or "", ()) if name in run.config.criteria]
+    probe = None
+    if prompt and asked:
+        model = _judge_of(run.config.criteria[asked[0]], judge_model)
+        probe = probe_profile(model, prompt, asked) if model else None
+    settings = JudgeSettings(model=judge_model or None, cache=not no_cache, profile=probe)
     report = run_sync(agree(run, settings, num_samples=num_samples))
     digest = hashlib.sha256(Path(labels_path).read_bytes()).hexdigest()
-    profile, fitted = align(report, labels={"path": str(labels_path), "sha256": digest})
+    profile, fitted = align(
+        report,
+        labels={"path": str(labels_path), "sha256": digest},
+        prompts=dict.fromkeys(asked, prompt or "default"),
+    )
     created = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     profile = profile.model_copy(update={"created": created})
     print_fitted(console, fitted)
@@ -80,6 +108,12 @@ def align_command(
     if json_path:
         figures = [_as_json(found) for found in fitted]
         Path(json_path).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+
+
+def _judge_of(criterion: BaseCriterion, override: str | None) -> str | None:
+    """The judge model (as ``--judge-model`` takes it) the pool will choose for ``criterion``."""
+    choice = choose_judge_model(criterion, override=override, env=os.environ)
+    return None if isinstance(choice, str) else judged_model(choice.model)
 
 
 def _figure(value: float | None) -> str:
@@ -111,7 +145,10 @@ def print_fitted(console: Console, fitted: list[Fitted]) -> None:
         "label more).[/]"
     )
     for found in fitted:
-        for note in found.notes:
+        notes = list(found.notes)
+        if found.decision is not None and not helps(found):
+            notes.append("not kept in the profile: the fitted rule did no better held out")
+        for note in notes:
             console.print(f"[yellow]{escape(found.criterion)}:[/] {escape(note)}")
 
 

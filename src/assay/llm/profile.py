@@ -65,6 +65,9 @@ class CriterionProfile(_Strict):
     positive: list[str] = Field(min_length=1)
     threshold: float = Field(ge=0.0, le=1.0)
     exemplars: list[Exemplar] = Field(default_factory=list)
+    prompt: str = "default"
+    """Which of the metric's prompts the judge is asked with: ``default``, or one the metric
+    offers for small models (the rubric metrics: ``one_rubric_per_call``)."""
     fit: dict[str, Any] = Field(default_factory=dict)
     """How it was fitted and what it measured (labels, folds, agreement before and after)."""
 
@@ -110,9 +113,10 @@ class CriterionProfile(_Strict):
     def describe(self) -> str:
         """The rule in words: ``P(safe) >= 0.42`` or ``votes for safe >= 60%``."""
         positive = " or ".join(self.positive)
+        asked = "" if self.prompt == "default" else f", asked {self.prompt.replace('_', ' ')}"
         if self.decision == "votes":
-            return f"votes for {positive} >= {self.threshold:.0%}"
-        return f"P({positive}) >= {self.threshold:.2f}"
+            return f"votes for {positive} >= {self.threshold:.0%}{asked}"
+        return f"P({positive}) >= {self.threshold:.2f}{asked}"
 
     def decided(self, probabilities: dict[str, float]) -> str | None:
         """The option the threshold picks from ``probabilities`` (None when the options are not

@@ -14,11 +14,10 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from assay.config import LlmAsAJudgeCriterion
-from assay.llm.base import LlmError, LlmRequest, TokenUsage, generation_settings
-from assay.llm.judge import Judge
+from assay.llm.base import LlmError, LlmRequest, LlmResponse, TokenUsage, generation_settings
 from assay.metrics.notes import JudgeSample
 
 T = TypeVar("T")
@@ -59,8 +58,17 @@ def sample_limit(criterion: LlmAsAJudgeCriterion) -> int | None:
     return None
 
 
+class Asker(Protocol):
+    """What asks a judge for one sample: a :class:`~assay.llm.judge.Judge`, or a metric's way of
+    asking it (one rubric per question, say)."""
+
+    async def ask(self, request: LlmRequest, *, sample: int, case_id: str) -> LlmResponse:
+        """One sample's answer to ``request``."""
+        ...
+
+
 async def ask_samples(
-    judge: Judge,
+    judge: Asker,
     request: LlmRequest,
     *,
     num_samples: int,
@@ -87,7 +95,7 @@ async def ask_samples(
 
 
 async def _one_sample(
-    judge: Judge,
+    judge: Asker,
     request: LlmRequest,
     index: int,
     case_id: str,

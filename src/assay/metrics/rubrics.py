@@ -49,7 +49,7 @@ from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
 from assay.evalset.rubric import Rubric, RubricScore
 from assay.llm.judge import Judge
-from assay.metrics import judge_inputs
+from assay.metrics import judge_inputs, rubric_single
 from assay.metrics.base import (
     MetricInfo,
     MetricResult,
@@ -58,6 +58,7 @@ from assay.metrics.base import (
     status_for,
 )
 from assay.metrics.judging import (
+    Asker,
     Parsed,
     SampleOutcome,
     ask_samples,
@@ -71,6 +72,7 @@ from assay.metrics.judging import (
 )
 from assay.metrics.notes import InvocationNotes, MetricNotes
 from assay.metrics.prompts import rubrics as prompts
+from assay.metrics.rubric_single import one_rubric_per_call
 
 FINAL_RESPONSE_QUALITY = "FINAL_RESPONSE_QUALITY"
 TOOL_USE_QUALITY = "TOOL_USE_QUALITY"
@@ -388,6 +390,10 @@ class _RubricMetric:
         """The user message for one invocation (the system message is ``self.system``)."""
         raise NotImplementedError
 
+    def single_answer(self, actual: Invocation) -> str | None:
+        """The final answer a one-rubric question shows (None: the rubrics are not about it)."""
+        return None
+
     def rubrics_for(
         self, actual: Sequence[Invocation], expected: Sequence[Invocation] | None, case: EvalCase
     ) -> list[list[Rubric]] | str:
@@ -460,8 +466,12 @@ class _RubricMetric:
             schema=prompts.schema(rubrics),
             schema_name=prompts.SCHEMA_NAME,
         )
+        asker: Asker = self.judge
+        if one_rubric_per_call(self.judge):
+            asked = rubric_single.questions(actual, rubrics, self.single_answer(actual))
+            asker = rubric_single.PerRubricAsker(self.judge, asked)
         outcomes = await ask_samples(
-            self.judge,
+            asker,
             request,
             num_samples=self.criterion.judge_model_options.num_samples,
             case_id=case_id,
@@ -528,6 +538,11 @@ class RubricFinalResponseQualityMetric(_RubricMetric):
     )
     rubric_type: ClassVar[str] = FINAL_RESPONSE_QUALITY
     system: ClassVar[str] = prompts.RUBRIC_SYSTEM
+
+    def single_answer(self, actual: Invocation) -> str | None:
+        """The final answer, as the default prompt shows it."""
+        include = self.criterion.include_intermediate_responses_in_final
+        return judge_inputs.final_text(actual, include_intermediate=include)
 
     def prompt(self, actual: Invocation, rubrics: Sequence[Rubric]) -> str:
         """Instructions, tools, the user prompt, tool steps, grounding, final answer, rubrics."""
