@@ -213,10 +213,15 @@ def test_agree_with_the_profile_measures_the_aligned_judge_on_its_own_card(
     assert len({card["prompt_version"] for card in cards}) == 2
 
 
-def _voting_judge() -> Any:
-    """A judge whose server refuses logprobs and whose samples say "valid" about as often as the
-    reply's probability (seeded, so a rerun agrees)."""
-    import random
+def _voting_judge(samples: int) -> Any:
+    """A judge whose server refuses logprobs and whose samples of one prompt say "valid" in
+    about the reply's probability's share of them (the k-th ask of a prompt says valid when
+    (k + 0.5) / samples is below it), so a vote share carries what a probability would."""
+    import threading
+    from collections import Counter
+
+    asked: Counter[str] = Counter()
+    lock = threading.Lock()
 
     def reply(body: dict[str, Any]) -> Reply:
         if body.get("logprobs"):
@@ -224,12 +229,12 @@ def _voting_judge() -> Any:
         prompt = body["messages"][-1]["content"]
         found = _MARK.search(prompt)
         probability = float(found.group(1)) if found else 0.99
-        draw = random.Random(f"{prompt}|{body.get('seed')}|{reply.calls}").random()  # type: ignore[attr-defined]
-        reply.calls += 1  # type: ignore[attr-defined]
-        verdict = "valid" if draw < probability else "invalid"
+        with lock:
+            k = asked[prompt] % samples
+            asked[prompt] += 1
+        verdict = "valid" if (k + 0.5) / samples < probability else "invalid"
         return Reply.ok(json.dumps({"reasoning": "", "is_the_agent_response_valid": verdict}))
 
-    reply.calls = 0  # type: ignore[attr-defined]
     return reply
 
 
@@ -238,7 +243,7 @@ def test_a_backend_without_logprobs_is_fitted_on_vote_shares_and_says_so(
 ) -> None:
     labels = _files(tmp_path, "final_response_match_v2")
     profile_path = tmp_path / "profile.json"
-    with JudgeServer(reply=_voting_judge()) as server:
+    with JudgeServer(reply=_voting_judge(5)) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         run = run_cli(
             "judge", "align", labels, "--out", profile_path, "--num-samples", "5", "--no-cache"
@@ -251,7 +256,7 @@ def test_a_backend_without_logprobs_is_fitted_on_vote_shares_and_says_so(
     fitted = json.loads(profile_path.read_text(encoding="utf-8"))["criteria"]
     rule = fitted["final_response_match_v2"]
     assert rule["decision"] == "votes"
-    assert 0.0 < rule["threshold"] < 1.0
+    assert 0.2 < rule["threshold"] < 0.4  # people's line lies between 1 and 2 votes of 5
 
 
 def test_python_and_pytest_routes_take_a_profile_none_or_the_bundled_default(
