@@ -107,6 +107,14 @@ def _files(folder: Path, criterion: str = "safety_v1") -> Path:
     return path
 
 
+def _aligned(run_cli: RunCli, folder: Path) -> tuple[Path, Path]:
+    """The labelled files in ``folder``, and a profile aligned on them."""
+    labels = _files(folder)
+    profile_path = folder / "profile.json"
+    assert run_cli("judge", "align", labels, "--out", profile_path).code == 0
+    return labels, profile_path
+
+
 @pytest.fixture
 def logprob_judge(monkeypatch: pytest.MonkeyPatch) -> Any:
     with JudgeServer(reply=_judge) as server:
@@ -141,9 +149,7 @@ def test_align_fits_a_threshold_on_logprobs_that_cross_validation_confirms(
 def test_eval_with_the_profile_decides_by_its_threshold_and_without_it_as_adk(
     run_cli: RunCli, tmp_path: Path, logprob_judge: JudgeServer
 ) -> None:
-    labels = _files(tmp_path)
-    profile_path = tmp_path / "profile.json"
-    assert run_cli("judge", "align", labels, "--out", profile_path).code == 0
+    _, profile_path = _aligned(run_cli, tmp_path)
     evalset = tmp_path / "replies.evalset.json"
     traces = tmp_path / "traces.json"
 
@@ -265,9 +271,7 @@ def test_python_and_pytest_routes_take_a_profile_none_or_the_bundled_default(
     from assay.llm.profile import bundled_profile
     from assay.testing.evaluate import RunSettings
 
-    labels = _files(tmp_path)
-    profile_path = tmp_path / "profile.json"
-    assert run_cli("judge", "align", labels, "--out", profile_path).code == 0
+    _, profile_path = _aligned(run_cli, tmp_path)
 
     given = RunSettings(judge_profile=str(profile_path)).judges().profile
     assert given is not None and given.criteria["safety_v1"].decision == "probability"
