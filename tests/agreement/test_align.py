@@ -41,3 +41,21 @@ def test_a_probe_profile_only_changes_how_its_criteria_are_asked() -> None:
         assert rule.prompt == "one_rubric_per_call"
         assert rule.decided({"yes": 0.51, "no": 0.49}) == "yes"  # as the judge itself decides
         assert rule.decided({"yes": 0.49, "no": 0.51}) == "no"
+
+
+def test_exemplars_are_chosen_only_when_each_verdict_has_enough_cases() -> None:
+    from assay.agreement.agree import Compared
+    from assay.agreement.align import choose_exemplars
+    from assay.agreement.labels import Label
+
+    def unit(case: str, label: str) -> Compared:
+        return Compared(Label(case=case, invocation=1, criterion="safety_v1", label=label), label)
+
+    units = [unit("a", "safe"), unit("b", "safe"), unit("c", "unsafe")]
+    transcript = {("safety_v1", case): f"input {case}" for case in "abc"}
+
+    one = choose_exemplars(units, transcript, 1)["safety_v1"]
+    assert sorted(e.verdict for e in one) == ["safe", "unsafe"]
+    assert all(e.input == f"input {e.case}" for e in one)
+    assert choose_exemplars(units, transcript, 2) == {}  # one unsafe case only
+    assert choose_exemplars(units, {}, 1) == {}  # no judge input kept

@@ -277,3 +277,29 @@ def test_python_and_pytest_routes_take_a_profile_none_or_the_bundled_default(
     assert given is not None and given.criteria["safety_v1"].decision == "probability"
     assert RunSettings(judge_profile="none").judges().profile is None
     assert RunSettings().judges().profile == bundled_profile()
+
+
+def test_exemplars_are_balanced_shown_on_a_second_pass_and_never_for_their_own_case(
+    run_cli: RunCli, tmp_path: Path, logprob_judge: JudgeServer
+) -> None:
+    labels = _files(tmp_path)
+    profile_path = tmp_path / "profile.json"
+
+    run = run_cli("judge", "align", labels, "--out", profile_path, "--exemplars", "1", "--no-cache")
+
+    assert run.code == 0, run.output
+    rule = json.loads(profile_path.read_text(encoding="utf-8"))["criteria"]["safety_v1"]
+    shown = rule["exemplars"]
+    assert sorted(e["verdict"] for e in shown) == ["safe", "unsafe"]
+    cases = {e["case"] for e in shown}
+    assert len(cases) == 2
+    assert all("Reply number" in e["input"] for e in shown)  # the judge's own input for the case
+    first, second = logprob_judge.completions[:12], logprob_judge.completions[12:]
+    assert len(second) == 12
+    assert not any("Examples judged by people" in r.messages[0]["content"] for r in first)
+    for request in second:
+        system, user = request.messages[0]["content"], request.messages[-1]["content"]
+        own = next((e for e in shown if e["input"] == user), None)
+        assert "Examples judged by people" in system
+        if own is not None:  # an exemplar's own case is judged without it
+            assert own["input"] not in system

@@ -13,6 +13,7 @@ then fitted on every unit.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from collections.abc import Sequence
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from assay.agreement.agree import DECISIONS, AgreeReport, Compared
 from assay.agreement.labels import label_set
 from assay.agreement.stats import Agreement, agreement, cohen_kappa
-from assay.llm.profile import CriterionProfile, JudgeProfile
+from assay.llm.profile import CriterionProfile, Exemplar, JudgeProfile
 
 FOLDS = 5
 STABLE_SPREAD = 0.1
@@ -160,17 +161,25 @@ def _negative(compared: Sequence[Compared], positive: str) -> str:
 
 
 def align(
-    report: AgreeReport, *, labels: dict[str, str], prompts: dict[str, str] | None = None
+    report: AgreeReport,
+    *,
+    labels: dict[str, str],
+    prompts: dict[str, str] | None = None,
+    exemplars: dict[str, list[Exemplar]] | None = None,
+    unaided: AgreeReport | None = None,
 ) -> tuple[JudgeProfile, list[Fitted]]:
     """Fit every labelled criterion of ``report``; the profile holds those whose fitted rule did
     better held out than the judge unaided (:func:`helps`). ``labels`` names the labels file
     (``path``, ``sha256``); ``prompts`` the prompt each criterion was asked with, where not its
-    default."""
+    default, and ``exemplars`` the exemplars it was shown. Where ``report`` was asked so,
+    ``unaided`` is the judge asked plainly: "before" comes from it."""
     fitted = []
     criteria: dict[str, CriterionProfile] = {}
     for name in report.by_criterion:
         units = [c for c in report.compared if c.label.criterion == name]
         found = fit_criterion(name, units)
+        if unaided is not None and name in unaided.by_criterion:
+            found = dataclasses.replace(found, before=unaided.by_criterion[name])
         fitted.append(found)
         if found.decision is None or found.threshold is None or not helps(found):
             continue
@@ -181,6 +190,7 @@ def align(
             positive=list(positive),
             threshold=round(found.threshold, 4),
             prompt=(prompts or {}).get(name, "default"),
+            exemplars=(exemplars or {}).get(name, []),
             fit=_fit_record(found),
         )
     models = set(report.judge_models.values())
@@ -219,17 +229,58 @@ PROMPTS: dict[str, tuple[str, ...]] = {
 """The prompts ``align --prompt`` can ask a judge with, and the criteria that offer each."""
 
 
-def probe_profile(judge_model: str, prompt: str, criteria: list[str]) -> JudgeProfile:
-    """A profile that only changes how ``criteria`` are asked (a threshold of 0.5 on two options
-    decides as the judge does), for fitting a judge asked that way."""
+def probe_profile(
+    judge_model: str,
+    prompt: str,
+    criteria: list[str],
+    exemplars: dict[str, list[Exemplar]] | None = None,
+) -> JudgeProfile:
+    """A profile that only changes how ``criteria`` are asked (a prompt, exemplars; a threshold
+    of 0.5 on two options decides as the judge does), for fitting a judge asked that way."""
     rule = {
         name: CriterionProfile(
             decision="probability",
             field=DECISIONS[name][0],
             positive=list(DECISIONS[name][1]),
             threshold=0.5,
-            prompt=prompt,
+            prompt=prompt if name in PROMPTS.get(prompt, ()) else "default",
+            exemplars=(exemplars or {}).get(name, []),
         )
         for name in criteria
     }
     return JudgeProfile(judge_model=judge_model, criteria=rule, source="align --prompt")
+
+
+EXEMPLAR_CRITERIA = ("final_response_match_v2", "safety_v1")
+"""Criteria whose judge reads a case in one request with one verdict, so a labelled case can be
+shown whole as an exemplar."""
+
+
+def choose_exemplars(
+    compared: Sequence[Compared],
+    transcript: dict[tuple[str, str], str],
+    per_side: int,
+    seed: int = 0,
+) -> dict[str, list[Exemplar]]:
+    """Per criterion of :data:`EXEMPLAR_CRITERIA`, ``per_side`` labelled cases of each side
+    (positive, negative), drawn with ``seed`` among those whose judge input was kept, shown with
+    the label people gave; balanced, or none when a side has too few."""
+    chosen: dict[str, list[Exemplar]] = {}
+    rng = random.Random(seed)
+    for name in EXEMPLAR_CRITERIA:
+        units = [c for c in compared if c.label.criterion == name]
+        sides: dict[bool, list[Compared]] = {True: [], False: []}
+        for unit in units:
+            if (name, unit.label.case) in transcript:
+                sides[unit.label.label == unit.positive].append(unit)
+        if min(len(found) for found in sides.values()) < per_side or per_side < 1:
+            continue
+        picked = [u for side in (True, False) for u in rng.sample(sides[side], per_side)]
+        rng.shuffle(picked)
+        chosen[name] = [
+            Exemplar(
+                input=transcript[(name, u.label.case)], verdict=u.label.label, case=u.label.case
+            )
+            for u in picked
+        ]
+    return chosen

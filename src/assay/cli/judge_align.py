@@ -7,6 +7,7 @@ of the positive label is fitted and measured by cross-validation (see
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import hashlib
 import json
@@ -21,18 +22,20 @@ from rich.table import Table
 from assay._async import run_sync
 from assay.agreement.agree import agree
 from assay.agreement.align import (
+    EXEMPLAR_CRITERIA,
     FOLDS,
     PROMPTS,
     STABLE_SPREAD,
     Fitted,
     align,
+    choose_exemplars,
     helps,
     probe_profile,
 )
 from assay.agreement.labels import load_labels
 from assay.cli.output import make_console
 from assay.config import BaseCriterion
-from assay.llm.profile import save_profile
+from assay.llm.profile import Exemplar, save_profile
 from assay.llm.selection import choose_judge_model, judged_model
 from assay.runner.evaluate import JudgeSettings
 
@@ -65,6 +68,14 @@ from assay.runner.evaluate import JudgeSettings
     help="Ask the criteria that offer it with this prompt for small models "
     "(one_rubric_per_call: the rubric criteria, one rubric per question); the profile keeps it.",
 )
+@click.option(
+    "--exemplars",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Also show the judge this many labelled cases of each verdict (never the case it "
+    "judges), chosen from LABELS, and fit it so (final_response_match_v2, safety_v1); the "
+    "judge runs twice, and before is measured without them.",
+)
 def align_command(
     labels_path: str,
     judge_model: str | None,
@@ -73,6 +84,7 @@ def align_command(
     no_cache: bool,
     json_path: str | None,
     prompt: str | None,
+    exemplars: int | None,
 ) -> None:
     """Fit, per criterion of LABELS, the threshold on the judge's probability of the positive
     label that agrees best with people, measured before and after by cross-validation (an
@@ -82,17 +94,34 @@ def align_command(
     for warning in run.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}")
     asked = [name for name in PROMPTS.get(prompt or "", ()) if name in run.config.criteria]
-    probe = None
-    if prompt and asked:
-        model = _judge_of(run.config.criteria[asked[0]], judge_model)
-        probe = probe_profile(model, prompt, asked) if model else None
-    settings = JudgeSettings(model=judge_model or None, cache=not no_cache, profile=probe)
+    model = _judge_of(run.config.criteria[run.labels[0].criterion], judge_model)
+    probe = probe_profile(model, prompt, asked) if prompt and asked and model else None
+    transcript: dict[tuple[str, str], str] = {}
+    settings = JudgeSettings(
+        model=judge_model or None, cache=not no_cache, profile=probe, transcript=transcript
+    )
     report = run_sync(agree(run, settings, num_samples=num_samples))
+    unaided = None
+    shown: dict[str, list[Exemplar]] = {}
+    if exemplars:
+        shown = choose_exemplars(report.compared, transcript, exemplars)
+        if not shown:
+            console.print(
+                "[yellow]warning:[/] no exemplars: they are chosen for "
+                f"{', '.join(EXEMPLAR_CRITERIA)} with {exemplars} labelled case(s) of each verdict"
+            )
+        elif model:
+            criteria = sorted({*asked, *shown})
+            probe = probe_profile(model, prompt or "default", criteria, shown)
+            settings = dataclasses.replace(settings, profile=probe, transcript=None)
+            unaided, report = report, run_sync(agree(run, settings, num_samples=num_samples))
     digest = hashlib.sha256(Path(labels_path).read_bytes()).hexdigest()
     profile, fitted = align(
         report,
         labels={"path": str(labels_path), "sha256": digest},
         prompts=dict.fromkeys(asked, prompt or "default"),
+        exemplars=shown,
+        unaided=unaided,
     )
     created = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     profile = profile.model_copy(update={"created": created})

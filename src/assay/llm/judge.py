@@ -45,6 +45,9 @@ class Judge:
     profile: CriterionProfile | None = None
     profile_source: str = ""
     """Where ``profile`` came from (a file, or the bundled alignment), for reports."""
+    transcript: dict[tuple[str, str], str] | None = None
+    """When given, the user message of each case's first request is kept here, by (metric,
+    case id): what ``assay judge align`` shows the judge as exemplars."""
 
     def profile_note(self) -> str | None:
         """How the profile decides this judge's verdicts, in words; None without one."""
@@ -67,6 +70,10 @@ class Judge:
 
     async def ask(self, request: LlmRequest, *, sample: int, case_id: str) -> LlmResponse:
         """Send one sample of ``request``; its usage is counted against this metric and case."""
+        if self.transcript is not None:
+            users = [m.content for m in request.messages if m.role == "user"]
+            if users:
+                self.transcript.setdefault((self.metric, case_id), users[-1])
         profile = self.profile
         if profile is not None and profile.exemplars:
             request = _with_exemplars(request, profile, case_id)

@@ -185,9 +185,11 @@ class JudgePool:
         cache: ResponseCache | None = None,
         backend_factory: Callable[[str], LlmBackend] | None = None,
         profile: JudgeProfile | None = None,
+        transcript: dict[tuple[str, str], str] | None = None,
     ) -> None:
         self.override = override
         self.profile = profile
+        self.transcript = transcript
         self.unprofiled: dict[str, str] = {}
         """Metrics the profile has a rule for but whose judge is another model than it was
         fitted for (so it was not applied), with that model."""
@@ -212,7 +214,9 @@ class JudgePool:
             return resolved.reason or f"judge {choice.model} unavailable"
         profile = self.profile_for(metric, choice)
         source = self.profile.source or "" if self.profile and profile else ""
-        return Judge(resolved.client, metric, choice.source, self.ledger, profile, source)
+        return Judge(
+            resolved.client, metric, choice.source, self.ledger, profile, source, self.transcript
+        )
 
     def profile_for(self, metric: str, choice: JudgeChoice) -> CriterionProfile | None:
         """``metric``'s rule from the profile, when the profile was fitted for the judge chosen."""

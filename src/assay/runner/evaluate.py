@@ -76,6 +76,9 @@ class JudgeSettings:
     """A judge profile (``--judge-profile``): the fitted decision rule of each criterion it
     covers, applied where the judge is the model it was fitted for. By default the embedded
     judge's bundled alignment (which applies to no other judge); None for none."""
+    transcript: dict[tuple[str, str], str] | None = None
+    """When given, filled with each case's judge input by (metric, case id) (see
+    :attr:`~assay.llm.judge.Judge.transcript`)."""
 
 
 class _RecordingProvider:
@@ -281,6 +284,7 @@ async def _with_judge_pool(
         retry=RetryPolicy(max_attempts=settings.max_attempts),
         cache=cache,
         profile=settings.profile,
+        transcript=settings.transcript,
     )
     try:
         return await run(pool)
