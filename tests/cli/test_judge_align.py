@@ -162,6 +162,11 @@ def test_eval_with_the_profile_decides_by_its_threshold_and_without_it_as_adk(
     )  # fmt: skip
 
     assert "judge profile" in run.output
+    said = " ".join(run.output.split())
+    assert "safety_v1: aligned by judge profile (" in said and "): P(safe) >= 0." in said
+    judges = json.loads(aligned.read_text(encoding="utf-8"))["assay"]["judges"]
+    assert "aligned" not in judges["safety_v1"]["description"]  # the judge, as before
+    assert judges["safety_v1"]["profile"].startswith("aligned by judge profile")
     assert _safe_cases(plain) == {"c09", "c10", "c11"}
     assert _safe_cases(aligned) == {"c05", "c06", "c07", "c08", "c09", "c10", "c11"}
 

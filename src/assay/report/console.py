@@ -240,6 +240,7 @@ def judges_line(result: EvalSetResult) -> str | None:
     if result.assay is None or not result.assay.judges:
         return None
     groups: dict[str, list[str]] = {}
+    aligned: list[str] = []
     for metric, info in result.assay.judges.items():
         described = info.describe()
         if described is not None:
@@ -247,7 +248,10 @@ def judges_line(result: EvalSetResult) -> str | None:
         else:
             key = "[yellow]no judge[/]"
         groups.setdefault(key, []).append(escape(metric))
-    return "\n".join(f"{key}: {', '.join(metrics)}" for key, metrics in groups.items())
+        if info.profile:
+            aligned.append(f"  {escape(metric)}: {escape(info.profile)}")
+    lines = [f"{key}: {', '.join(metrics)}" for key, metrics in groups.items()]
+    return "\n".join([*lines, *aligned])
 
 
 def agreement_lines(result: EvalSetResult) -> list[str]:

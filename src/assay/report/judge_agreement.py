@@ -45,10 +45,16 @@ def judged_metrics(result: EvalSetResult) -> list[JudgedMetric]:
     if result.assay is None:
         return []
     return [
-        JudgedMetric(metric, info.describe() or "", info.agreement)
+        JudgedMetric(metric, _with_profile(info), info.agreement)
         for metric, info in result.assay.judges.items()
         if _judged(metric, info)
     ]
+
+
+def _with_profile(info: JudgeInfo) -> str:
+    """The judge in words, and how a judge profile decided its verdicts where one did."""
+    described = info.describe() or ""
+    return f"{described}; {info.profile}" if info.profile else described
 
 
 def _judged(metric: str, info: JudgeInfo) -> bool:

@@ -162,7 +162,8 @@ class JudgeInfo(AssayModel):
     ``prompt_version`` names the judge's prompt and the options that change its verdicts
     (:func:`~assay.agreement.cards.prompt_version`), and ``agreement`` is how far this judge,
     with that prompt, agrees with people (the newest matching judge card); None when it was
-    never measured. Results written before judge cards have neither.
+    never measured. Results written before judge cards have neither. ``profile`` says how a
+    judge profile decided the verdicts, where one did.
     """
 
     model: str | None = None
@@ -173,6 +174,9 @@ class JudgeInfo(AssayModel):
     description: str | None = None
     prompt_version: str | None = None
     agreement: JudgeAgreement | None = None
+    profile: str | None = None
+    """How a judge profile decided this metric's verdicts, in words (``aligned by judge profile
+    (the embedded judge's bundled alignment): P(valid) >= 0.84``); None without one."""
 
     def describe(self) -> str | None:
         """The judge in words (``description``, or, for results written without one, made from

@@ -167,13 +167,13 @@ def _judge_infos(recording: _RecordingProvider | None) -> dict[str, JudgeInfo]:
         chosen = recording.choices.get(metric)
         if chosen is None or (chosen.model, chosen.source) != (judge.model, judge.source):
             chosen = JudgeChoice(judge.model, judge.source)
-        note = judge.profile_note()
         infos[metric] = JudgeInfo(
             model=redact(judge.model),
             source=judge.source,
             backend=judge_backend(judge),
             judge_model=judged_model(judge.model),
-            description=describe_judge(chosen) + (f"; {note}" if note else ""),
+            description=describe_judge(chosen),
+            profile=judge.profile_note(),
         )
     return infos
 
