@@ -146,13 +146,15 @@ def _only(config: EvalConfig, name: str, num_samples: int | None) -> EvalConfig:
     return config.model_copy(update={"criteria": {name: criterion}})
 
 
-def compare(run: LabelledRun, results: EvalSetResult | dict[str, EvalSetResult]) -> AgreeReport:
-    """Each label beside the judge's, and the figures per criterion and overall. ``results``
-    is one run scoring every labelled criterion, or one per criterion."""
-    by_name = results if isinstance(results, dict) else {}
+def compare(run: LabelledRun, results: dict[str, EvalSetResult]) -> AgreeReport:
+    """Each label beside the judge's, and the figures per criterion and overall, from the run
+    that scored each labelled criterion (``results``, by criterion)."""
+    cases = {
+        name: {case.eval_id: case for case in result.eval_case_results}
+        for name, result in results.items()
+    }
     compared = tuple(
-        _judged(run, label, _cases(by_name.get(label.criterion, results)).get(label.case))
-        for label in run.labels
+        _judged(run, label, cases.get(label.criterion, {}).get(label.case)) for label in run.labels
     )
     by_criterion = {}
     for name in dict.fromkeys(label.criterion for label in run.labels):
@@ -165,8 +167,7 @@ def compare(run: LabelledRun, results: EvalSetResult | dict[str, EvalSetResult])
     usage = TokenUsage()
     judges: dict[str, str] = {}
     models: dict[str, str] = {}
-    for result in by_name.values() if by_name else [results]:
-        assert isinstance(result, EvalSetResult)
+    for result in results.values():
         info = result.assay
         for found in (info.usage if info else {}).values():
             usage = usage + found
@@ -178,12 +179,6 @@ def compare(run: LabelledRun, results: EvalSetResult | dict[str, EvalSetResult])
     return AgreeReport(
         compared, by_criterion, agreement(pooled, positive="positive"), judges, usage, models
     )
-
-
-def _cases(result: EvalSetResult | dict[str, EvalSetResult] | None) -> dict[str, EvalCaseResult]:
-    if not isinstance(result, EvalSetResult):
-        return {}
-    return {case.eval_id: case for case in result.eval_case_results}
 
 
 def _side(unit: Compared, label: str) -> str:
