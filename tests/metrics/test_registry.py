@@ -53,6 +53,7 @@ def test_default_registry_holds_the_deterministic_efficiency_and_judged_metrics(
         "final_response_match_v2",
         "rubric_based_final_response_quality_v1",
         "rubric_based_tool_use_quality_v1",
+        "rubric_based_multi_turn_trajectory_quality_v1",
         "hallucinations_v1",
         "safety_v1",
         "per_turn_user_simulator_quality_v1",

@@ -271,6 +271,12 @@ def _rubric_tool_use(criterion: Any, judge: Judge) -> Metric:
     return RubricToolUseQualityMetric(cast(RubricsBasedCriterion, criterion), judge)
 
 
+def _rubric_multi_turn(criterion: Any, judge: Judge) -> Metric:
+    from assay.metrics.rubric_multi_turn import RubricMultiTurnTrajectoryQualityMetric
+
+    return RubricMultiTurnTrajectoryQualityMetric(cast(RubricsBasedCriterion, criterion), judge)
+
+
 def _hallucinations(criterion: Any, judge: Judge) -> Metric:
     from assay.metrics.hallucinations import HallucinationsMetric
 
@@ -296,6 +302,7 @@ JUDGED_METRICS: Mapping[str, JudgedMetricFactory] = {
     "final_response_match_v2": _final_response_match,
     "rubric_based_final_response_quality_v1": _rubric_final_response,
     "rubric_based_tool_use_quality_v1": _rubric_tool_use,
+    "rubric_based_multi_turn_trajectory_quality_v1": _rubric_multi_turn,
     "hallucinations_v1": _hallucinations,
     "safety_v1": _safety,
     "per_turn_user_simulator_quality_v1": _simulator_quality,
@@ -325,6 +332,9 @@ JUDGED_INFO: Mapping[str, Callable[[], MetricInfo]] = {
     ),
     "rubric_based_tool_use_quality_v1": _info_of(
         "assay.metrics.rubrics:RubricToolUseQualityMetric"
+    ),
+    "rubric_based_multi_turn_trajectory_quality_v1": _info_of(
+        "assay.metrics.rubric_multi_turn:RubricMultiTurnTrajectoryQualityMetric"
     ),
     "hallucinations_v1": _info_of("assay.metrics.hallucinations:HallucinationsMetric"),
     "safety_v1": _info_of("assay.metrics.safety:SafetyMetric"),
@@ -360,13 +370,6 @@ UNIMPLEMENTED_INFO: Mapping[str, MetricInfo] = {
         MetricInfo(
             name="multi_turn_tool_use_quality_v1",
             description="Quality of the tool calls made over the whole conversation (Vertex AI).",
-            needs_judge=True,
-        ),
-        MetricInfo(
-            name="rubric_based_multi_turn_trajectory_quality_v1",
-            description="Mean of an LLM judge's yes/no verdicts on the whole conversation's "
-            "trajectory against the rubrics.",
-            takes_rubrics=True,
             needs_judge=True,
         ),
     )

@@ -375,7 +375,7 @@ def _rubric_details(
     return out
 
 
-class _RubricMetric:
+class RubricMetricBase:
     """What both rubric metrics share; subclasses give the rubric type and the prompt."""
 
     info: ClassVar[MetricInfo]
@@ -458,16 +458,18 @@ class _RubricMetric:
         rubrics: list[Rubric],
         case_id: str,
         semaphore: asyncio.Semaphore | None,
+        user: str | None = None,
     ) -> _Judged:
+        """Judge one invocation; ``user`` replaces its user message (a whole conversation)."""
         request = judge_request(
             self.criterion,
             system=self.system,
-            user=self.prompt(actual, rubrics),
+            user=self.prompt(actual, rubrics) if user is None else user,
             schema=prompts.schema(rubrics),
             schema_name=prompts.SCHEMA_NAME,
         )
         asker: Asker = self.judge
-        if one_rubric_per_call(self.judge):
+        if user is None and one_rubric_per_call(self.judge):
             asked = rubric_single.questions(actual, rubrics, self.single_answer(actual))
             asker = rubric_single.PerRubricAsker(self.judge, asked)
         outcomes = await ask_samples(
@@ -525,7 +527,7 @@ class _RubricMetric:
         )
 
 
-class RubricFinalResponseQualityMetric(_RubricMetric):
+class RubricFinalResponseQualityMetric(RubricMetricBase):
     """An LLM judge checks each final response against yes/no rubrics."""
 
     info: ClassVar[MetricInfo] = MetricInfo(
@@ -558,7 +560,7 @@ class RubricFinalResponseQualityMetric(_RubricMetric):
         )
 
 
-class RubricToolUseQualityMetric(_RubricMetric):
+class RubricToolUseQualityMetric(RubricMetricBase):
     """An LLM judge checks each invocation's tool use against yes/no rubrics."""
 
     info: ClassVar[MetricInfo] = MetricInfo(
