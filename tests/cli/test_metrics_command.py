@@ -19,6 +19,7 @@ KEYS = [
     "needs_reference",
     "takes_rubrics",
     "needs_judge",
+    "source",
     "informational",
     "default_threshold",
     "implemented",
@@ -70,6 +71,7 @@ def test_json_facts_of_known_metrics(run_cli: RunCli) -> None:
         "needs_reference": True,
         "takes_rubrics": False,
         "needs_judge": False,
+        "source": "adk",
         "informational": False,
         "default_threshold": 1.0,  # ADK's default criteria
         "implemented": True,
@@ -166,11 +168,12 @@ def test_the_table_says_what_each_metric_needs_and_its_threshold(
         row = next(i for i, line in enumerate(lines) if line.split()[:1] == [name])
         return re.split(r"\s{2,}", lines[row + 1].strip())[0]
 
-    assert tags("tool_trajectory_avg_score") == "reference · default 1.0"
-    assert tags("response_match_score") == "reference · default 0.8"
-    assert tags("rubric_based_final_response_quality_v1") == "rubrics · judge · threshold required"
-    assert tags("token_usage_v1") == "informational"
-    assert tags("safety_v1") == "judge · threshold required"
+    assert tags("tool_trajectory_avg_score") == "ADK · reference · default 1.0"
+    assert tags("response_match_score") == "ADK · reference · default 0.8"
+    assert tags("rubric_based_final_response_quality_v1") == (
+        "ADK · rubrics · judge · threshold required"
+    )
+    assert tags("token_usage_v1") == "ADK · informational"
 
 
 def test_the_metrics_not_implemented_yet_are_listed_apart(

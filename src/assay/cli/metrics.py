@@ -26,6 +26,7 @@ JSON_KEYS = (
     "needs_reference",
     "takes_rubrics",
     "needs_judge",
+    "source",
     "informational",
     "default_threshold",
     "implemented",
@@ -33,12 +34,20 @@ JSON_KEYS = (
 """The keys of each object ``assay metrics --json`` prints, in this order."""
 
 LEGEND = (
+    "ADK: computed as google-adk 2.13 computes it. Vertex: ADK sends it to Vertex AI's "
+    "evaluation service; assay scores it with any judge after the service's published "
+    "definition (Vertex AI itself is opt-in). custom: a function of the config's custom_metrics. "
     "reference: needs the expected invocations of a static conversation. "
-    "rubrics: takes rubrics. judge: asks an LLM judge (--judge-model). "
+    "rubrics: takes rubrics. judge: asks an LLM judge (any: the embedded one by default, or "
+    "--judge-model). "
     "default N: the threshold used when no config file is given. "
     "threshold required: the config must give one (a number, or an object with 'threshold'). "
     "informational: reported on every run; takes no threshold, never passes or fails."
 )
+
+
+SOURCE_TAGS = {"adk": "ADK", "vertex": "Vertex", "custom": "custom"}
+"""How the table names each :data:`~assay.metrics.base.SOURCES` entry."""
 
 
 def metric_json(entry: MetricEntry) -> dict[str, Any]:
@@ -50,6 +59,7 @@ def metric_json(entry: MetricEntry) -> dict[str, Any]:
         "needs_reference": info.needs_expected,
         "takes_rubrics": info.takes_rubrics,
         "needs_judge": info.needs_judge,
+        "source": info.source,
         "informational": info.informational,
         "default_threshold": entry.default_threshold,
         "implemented": entry.implemented,
@@ -58,7 +68,8 @@ def metric_json(entry: MetricEntry) -> dict[str, Any]:
 
 
 def metric_tags(entry: MetricEntry) -> str:
-    """What a metric needs and its threshold, in words: ``reference · judge · default 1.0``."""
+    """Whose definition a metric follows, what it needs and its threshold, in words:
+    ``ADK · reference · judge · threshold required``."""
     info = entry.info
     tags = [
         tag
@@ -69,6 +80,7 @@ def metric_tags(entry: MetricEntry) -> str:
         )
         if flag
     ]
+    tags.insert(0, SOURCE_TAGS[info.source])
     if info.informational:
         tags.append("informational")
     elif entry.default_threshold is not None:
@@ -110,7 +122,8 @@ def metrics_command(as_json: bool) -> None:
     The metrics ADK 2.13 has that assay does not score yet are listed after the others (a
     config may name them; they score NOT_EVALUATED). --json prints a JSON list instead, one
     object per metric with the keys name, description, needs_reference, takes_rubrics,
-    needs_judge, informational, default_threshold (null: none) and implemented.
+    needs_judge, source (adk, vertex or custom), informational, default_threshold (null:
+    none) and implemented.
     """
     entries = default_registry().catalog()
     if as_json:

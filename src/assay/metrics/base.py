@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from assay.config import BaseCriterion
 from assay.evalset.case import EvalCase
@@ -37,12 +37,26 @@ def status_for(score: float | None, threshold: float) -> EvalStatus:
     return EvalStatus.PASSED if score >= threshold else EvalStatus.FAILED
 
 
+MetricSource = Literal["adk", "vertex", "custom"]
+
+SOURCES: dict[MetricSource, str] = {
+    "adk": "ADK 2.13 semantics",
+    "vertex": "Vertex AI definition",
+    "custom": "custom metric",
+}
+"""Whose definition a metric follows: ``adk``, google-adk 2.13's own computation (reproduced);
+``vertex``, a metric ADK hands to Vertex AI's evaluation service, scored by any assay judge
+after the service's published definition (Vertex itself is opt-in); ``custom``, a user's
+function from the config's ``custom_metrics``."""
+
+
 @dataclass(frozen=True)
 class MetricInfo:
     """A metric's name, what it measures (one line) and the range of its values, and what it
     needs: the expected invocations of a static conversation (``needs_expected``), rubrics
     (``takes_rubrics``) or an LLM judge (``needs_judge``). An ``informational`` metric takes no
-    threshold and never passes or fails. ``assay metrics`` lists these facts."""
+    threshold and never passes or fails. ``source`` says whose definition it follows (see
+    :data:`SOURCES`). ``assay metrics`` lists these facts."""
 
     name: str
     description: str
@@ -52,6 +66,7 @@ class MetricInfo:
     informational: bool = False
     takes_rubrics: bool = False
     needs_judge: bool = False
+    source: MetricSource = "adk"
 
 
 @dataclass
