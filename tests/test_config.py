@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _support import Example, RunCli
 from google.adk.evaluation import eval_config as adk_eval_config
 from google.adk.evaluation import eval_metrics as adk_metrics
 from google.adk.evaluation.evaluator import Evaluator as AdkEvaluator
@@ -25,8 +28,10 @@ from google.adk.evaluation.simulation.per_turn_user_simulator_quality_v1 import 
 )
 from google.adk.evaluation.trajectory_evaluator import TrajectoryEvaluator
 
+import assay.config as config_module
 from assay.config import (
     CRITERION_TYPES,
+    GENERATE_CONTENT_CONFIG_KEYS,
     INFORMATIONAL_METRICS,
     BaseCriterion,
     EvalConfig,
@@ -36,11 +41,13 @@ from assay.config import (
     MatchType,
     RubricsBasedCriterion,
     ToolTrajectoryCriterion,
+    check_config,
     default_config,
     load_config,
     parse_config,
+    read_config,
 )
-from assay.errors import ConfigError
+from assay.errors import ConfigError, ConfigWarning
 
 EXAMPLE_CONFIG = Path(__file__).resolve().parent.parent / "examples" / "travel" / "test_config.json"
 
@@ -125,6 +132,20 @@ def criterion(name: str, value: Any) -> BaseCriterion:
     return parse_config({"criteria": {name: value}}).criteria[name]
 
 
+def adk_refuses(data: dict[str, Any]) -> bool:
+    """Whether ADK refuses ``data``: its EvalConfig, or a criterion re-validated as the model
+    its metric's evaluator reads (the differential test runs ADK's whole pipeline)."""
+    try:
+        adk = adk_eval_config.EvalConfig.model_validate(data)
+        for name, value in adk.criteria.items():
+            kind = ADK_CRITERION_TYPES.get(name)
+            if kind is not None and isinstance(value, adk_metrics.BaseCriterion):
+                kind.model_validate(value.model_dump())
+    except ValueError:  # pydantic's ValidationError is a ValueError
+        return True
+    return False
+
+
 def adk_match_type(value: Any) -> str | None:
     """The member ADK's own ToolTrajectoryCriterion makes of ``value``, or None if it rejects it."""
     try:
@@ -203,7 +224,7 @@ def test_the_known_metrics_are_adks_prebuilt_metrics_less_the_informational_ones
     assert set(INFORMATIONAL_METRICS) == set(adk_eval_config._DEFAULT_EFFICIENCY_METRICS)
 
 
-# --- typos and unknown names ------------------------------------------------------------------
+# --- typos: an error where ADK refuses them, a warning where ADK ignores them -----------------
 
 
 @pytest.mark.parametrize(
@@ -234,16 +255,6 @@ def test_the_known_metrics_are_adks_prebuilt_metrics_less_the_informational_ones
             "unknown key 'numSample' (did you mean 'numSamples'?)",
         ),
         (
-            {"criteria": {"tool_trajectory_avg_score": {"threshold": 1, "match_typ": "EXACT"}}},
-            "c.json: criteria.tool_trajectory_avg_score: "
-            "unknown key 'match_typ' (did you mean 'match_type'?)",
-        ),
-        (
-            {"criteria": {"tool_trajectory_avg_score": {"threshold": 1, "ignoreArg": True}}},
-            "c.json: criteria.tool_trajectory_avg_score: "
-            "unknown key 'ignoreArg' (did you mean 'ignoreArgs'?)",
-        ),
-        (
             {
                 "criteria": {
                     "rubric_based_final_response_quality_v1": {
@@ -256,41 +267,105 @@ def test_the_known_metrics_are_adks_prebuilt_metrics_less_the_informational_ones
             "unknown key 'text_propert' (did you mean 'text_property'?)",
         ),
         (
+            {"criteria": {}, "custom_metrics": {"mine": {"code_config": {"nme": "a.b"}}}},
+            "c.json: custom_metrics.mine.code_config: unknown key 'nme' (did you mean 'name'?)",
+        ),
+        (
+            {
+                "criteria": {},
+                "custom_metrics": {"mine": {"code_config": {"name": "a.b", "args": []}}},
+            },
+            "c.json: custom_metrics.mine.code_config: unknown key 'args'",
+        ),
+    ],
+    ids=["judge-options", "camelCase", "rubric-content", "code-config", "code-config-args"],
+)
+def test_a_typo_adk_refuses_is_an_error_naming_its_json_path_with_a_suggestion(
+    data: dict[str, Any], expected: str
+) -> None:
+    assert expected in problems(data)
+    assert adk_refuses(data)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (
+            {"criteria": {"tool_trajectory_avg_score": {"threshold": 1, "match_typ": "EXACT"}}},
+            "c.json: criteria.tool_trajectory_avg_score.match_typ: "
+            "unknown key 'match_typ' ignored, as ADK does; did you mean 'match_type'?",
+        ),
+        (
+            {"criteria": {"tool_trajectory_avg_score": {"threshold": 1, "ignoreArg": True}}},
+            "c.json: criteria.tool_trajectory_avg_score.ignoreArg: "
+            "unknown key 'ignoreArg' ignored, as ADK does; did you mean 'ignoreArgs'?",
+        ),
+        (
+            {"criteria": {"final_response_match_v2": {"threshold": 0.5, "num_sample": 3}}},
+            "c.json: criteria.final_response_match_v2.num_sample: unknown key 'num_sample' "
+            "ignored, as ADK does; did you mean 'judge_model_options.num_samples'?",
+        ),
+        (
             {
                 "criteria": {
                     "per_turn_user_simulator_quality_v1": {"threshold": 1, "stop_signa": "x"}
                 }
             },
-            "c.json: criteria.per_turn_user_simulator_quality_v1: "
-            "unknown key 'stop_signa' (did you mean 'stop_signal'?)",
+            "c.json: criteria.per_turn_user_simulator_quality_v1.stop_signa: "
+            "unknown key 'stop_signa' ignored, as ADK does; did you mean 'stop_signal'?",
+        ),
+        (
+            {
+                "criteria": {
+                    "safety_v1": {"threshold": 0.5, "judge_model_options": {"num_sample": 1}}
+                }
+            },
+            "c.json: criteria.safety_v1.judge_model_options: "
+            "unknown key 'judge_model_options' ignored, as ADK does",
         ),
         (
             {"criterias": {"response_match_score": 0.8}},
-            "c.json: unknown key 'criterias' (did you mean 'criteria'?)",
+            "c.json: criterias: unknown key 'criterias' ignored, as ADK does; "
+            "did you mean 'criteria'?",
         ),
         (
-            {"criteria": {}, "custom_metrics": {"mine": {"code_confg": {"name": "a.b"}}}},
-            "c.json: custom_metrics.mine: unknown key 'code_confg' (did you mean 'code_config'?)",
+            {
+                "criteria": {},
+                "custom_metrics": {"mine": {"code_config": {"name": "a.b"}, "descripton": "d"}},
+            },
+            "c.json: custom_metrics.mine.descripton: "
+            "unknown key 'descripton' ignored, as ADK does; did you mean 'description'?",
+        ),
+        (
+            {"criteria": {}, "liveModelConfig": {"timeoutSecond": 5}},
+            "c.json: liveModelConfig.timeoutSecond: "
+            "unknown key 'timeoutSecond' ignored, as ADK does; did you mean 'timeoutSeconds'?",
         ),
     ],
     ids=[
-        "judge-options",
-        "camelCase",
         "trajectory",
         "camelCase-trajectory",
-        "rubric-content",
-        "simulator",
+        "one-level-too-high",
+        "simulator-criterion",
+        "options-of-a-metric-without-a-judge",
         "top-level",
         "custom-metric",
+        "live-model-config",
     ],
 )
-def test_a_typo_in_any_key_at_any_depth_names_its_json_path_with_a_suggestion(
+def test_a_typo_adk_ignores_loads_with_a_warning_naming_its_json_path_and_a_suggestion(
     data: dict[str, Any], expected: str
 ) -> None:
-    assert expected in problems(data)
+    assert not adk_refuses(data)
+
+    with pytest.warns(ConfigWarning) as caught:
+        config = parse_config(data, "c.json")
+
+    assert [str(w) for w in config.warnings] == [expected]
+    assert [str(w.message) for w in caught] == [expected]
 
 
-def test_every_typo_in_a_config_is_reported_at_once() -> None:
+def test_a_refused_config_lists_its_warnings_too_as_they_often_explain_the_error() -> None:
     found = problems(
         {
             "criteria": {
@@ -306,9 +381,95 @@ def test_every_typo_in_a_config_is_reported_at_once() -> None:
 
     assert len(found) == 4
     assert any("criteria.respons_match_score: unknown metric" in p for p in found)
-    assert any("unknown key 'num_sample'" in p for p in found)
+    assert any("unknown key 'num_sample' (did you mean 'num_samples'?)" in p for p in found)
     assert "c.json: criteria.tool_trajectory_avg_score: missing required key 'threshold'" in found
-    assert any("unknown key 'treshold' (did you mean 'threshold'?)" in p for p in found)
+    assert found[-1] == (
+        "c.json: criteria.tool_trajectory_avg_score.treshold: "
+        "unknown key 'treshold' ignored, as ADK does; did you mean 'threshold'?"
+    )
+
+
+def test_a_key_given_in_snake_case_and_in_camel_case_reads_the_camel_case_one_as_adk_does() -> None:
+    data = {
+        "criteria": {
+            "tool_trajectory_avg_score": {"threshold": 1, "matchType": "IN_ORDER", "match_type": 2}
+        }
+    }
+    assert not adk_refuses(data)
+
+    with pytest.warns(ConfigWarning):
+        config = parse_config(data, "c.json")
+
+    trajectory = config.criteria["tool_trajectory_avg_score"]
+    assert isinstance(trajectory, ToolTrajectoryCriterion)
+    assert trajectory.match_type is MatchType.IN_ORDER
+    assert [str(w) for w in config.warnings] == [
+        "c.json: criteria.tool_trajectory_avg_score.match_type: 'match_type' ignored, as ADK "
+        "ignores it: 'matchType' is given too, and read"
+    ]
+
+
+def test_a_setting_google_genai_does_not_know_is_a_warning_saying_adk_refuses_it() -> None:
+    data = {
+        "criteria": {
+            "final_response_match_v2": {
+                "threshold": 0.5,
+                "judge_model_options": {"judge_model_config": {"temprature": 0.1, "seed": 3}},
+            }
+        }
+    }
+    assert adk_refuses(data)  # a departure: assay's judges are not all Gemini
+
+    config = check_config(data, "c.json")
+
+    assert [str(w) for w in config.warnings] == [
+        "c.json: criteria.final_response_match_v2.judge_model_options.judge_model_config"
+        ".temprature: 'temprature' is not a setting of google-genai's GenerateContentConfig "
+        "(did you mean 'temperature'?), so ADK refuses this config; assay passes it to the "
+        "judge's backend as it is"
+    ]
+    options = config.criteria["final_response_match_v2"]
+    assert isinstance(options, LlmAsAJudgeCriterion)
+    assert options.judge_model_options.judge_model_config == {"temprature": 0.1, "seed": 3}
+
+
+def test_the_generation_settings_known_are_google_genais() -> None:
+    from google.genai import types as genai_types
+
+    assert set(genai_types.GenerateContentConfig.model_fields) == GENERATE_CONTENT_CONFIG_KEYS
+
+
+def test_warnings_are_emitted_by_parse_and_load_config_not_by_check_and_read_config(
+    tmp_path: Path,
+) -> None:
+    data = {"criteria": {"response_match_score": {"threshold": 0.5, "treshold": 0.6}}}
+    path = tmp_path / "test_config.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    expected = (
+        f"{path}: criteria.response_match_score.treshold: unknown key 'treshold' ignored, "
+        "as ADK does; did you mean 'threshold'?"
+    )
+
+    with pytest.warns(ConfigWarning) as caught:
+        loaded = load_config(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        read = read_config(path)
+        checked = check_config(data, str(path))
+
+    assert [str(w.message) for w in caught] == [expected]
+    assert [str(w) for w in loaded.warnings] == [str(w) for w in read.warnings] == [expected]
+    assert loaded.warnings == read.warnings == checked.warnings
+    assert caught[0].filename != config_module.__file__  # points at the caller
+
+
+def test_evalconfig_model_validate_keeps_the_warnings_without_emitting_them() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        config = EvalConfig.model_validate({"criteria": {"safety_v1": True}, "extra": 1})
+
+    assert config.criteria["safety_v1"].threshold == 1.0
+    assert [w.path for w in config.warnings] == ["extra", "criteria.safety_v1"]
 
 
 def test_an_unknown_metric_name_is_an_error_suggesting_the_closest_known_one() -> None:
@@ -520,34 +681,28 @@ def test_integer_and_numeric_string_thresholds_are_coerced_as_adk_coerces_them(
 
 
 @pytest.mark.parametrize(
-    ("value", "expected"),
+    ("value", "path"),
     [
-        (
-            True,
-            "criteria.response_match_score: "
-            "expected a threshold number or a criterion object; got a boolean",
-        ),
-        (
-            False,
-            "criteria.response_match_score: "
-            "expected a threshold number or a criterion object; got a boolean",
-        ),
-        (
-            {"threshold": True},
-            "criteria.response_match_score.threshold: expected a number; got true",
-        ),
+        (True, "criteria.response_match_score"),
+        (False, "criteria.response_match_score"),
+        ({"threshold": True}, "criteria.response_match_score.threshold"),
     ],
     ids=repr,
 )
-def test_boolean_thresholds_are_rejected_though_adk_reads_them_as_numbers_we_are_stricter(
-    value: Any, expected: str
-) -> None:
+def test_boolean_thresholds_load_as_adk_reads_them_with_a_warning(value: Any, path: str) -> None:
     adk = adk_eval_config.EvalConfig.model_validate({"criteria": {"response_match_score": value}})
     adk_value = adk.criteria["response_match_score"]
     adk_threshold = adk_value if isinstance(adk_value, float) else adk_value.threshold
     assert adk_threshold == float(value is True or value == {"threshold": True})  # ADK: 1.0/0.0
 
-    assert problems({"criteria": {"response_match_score": value}}) == [f"c.json: {expected}"]
+    config = check_config({"criteria": {"response_match_score": value}}, "c.json")
+
+    assert config.criteria["response_match_score"].threshold == adk_threshold
+    [warning] = config.warnings
+    assert (warning.file, warning.path) == ("c.json", path)
+    assert warning.message == (
+        f"a boolean threshold, read as {adk_threshold} as ADK reads it; write a number"
+    )
 
 
 def test_a_non_numeric_threshold_is_reported_where_it_was_written() -> None:
@@ -622,6 +777,110 @@ def test_a_camel_case_config_adk_accepts_loads_the_same_as_its_snake_case_form()
     )
 
 
+# --- written back as ADK writes it -------------------------------------------------------------
+
+
+def test_a_bare_threshold_is_written_back_as_a_number_as_adk_writes_it() -> None:
+    data = {
+        "criteria": {
+            "response_match_score": "0.8",
+            "tool_trajectory_avg_score": 1,
+            "final_response_match_v2": {"threshold": 0.5},
+        }
+    }
+    adk = adk_eval_config.EvalConfig.model_validate(data).model_dump(mode="json")
+
+    config = parse_config(data)
+    written = config.model_dump(mode="json")
+
+    assert written["criteria"]["response_match_score"] == adk["criteria"]["response_match_score"]
+    assert written["criteria"]["response_match_score"] == 0.8
+    assert written["criteria"]["tool_trajectory_avg_score"] == 1.0
+    assert config.criteria_as_written() == written["criteria"]
+    assert written["criteria"]["final_response_match_v2"]["threshold"] == 0.5
+    assert written["criteria"]["final_response_match_v2"]["judge_model_options"]["num_samples"] == 5
+    assert parse_config(written) == config
+    assert (
+        default_config().model_dump(mode="json")["criteria"]
+        == (adk_eval_config._DEFAULT_EVAL_CONFIG.model_dump(mode="json")["criteria"])
+    )
+
+
+def test_a_bare_threshold_changed_in_code_is_written_back_as_an_object() -> None:
+    judge = criterion("final_response_match_v2", 0.8)
+    assert isinstance(judge, LlmAsAJudgeCriterion)
+    options = judge.judge_model_options.model_copy(update={"num_samples": 1})
+    changed = judge.model_copy(update={"judge_model_options": options})
+    config = EvalConfig.model_validate({"criteria": {"final_response_match_v2": 0.8}})
+
+    config = config.model_copy(update={"criteria": {"final_response_match_v2": changed}})
+
+    written = config.criteria_as_written()["final_response_match_v2"]
+    assert written["judge_model_options"]["num_samples"] == 1
+    assert written["threshold"] == 0.8
+
+
+def test_keys_a_criterion_ignores_are_kept_as_adk_keeps_them_and_unknown_top_level_ones_are_not() -> (
+    None
+):
+    data = {
+        "criteria": {
+            "safety_v1": {"threshold": 0.5, "judge_model_options": {"num_samples": 1}},
+            "tool_trajectory_avg_score": {"threshold": 1, "matchType": "IN_ORDER", "note": "x"},
+        },
+        "user_simulator_config": {"model": "gemini-2.5-flash", "temperature": 0.3},
+        "live_model_config": {"timeout_seconds": 60, "retries": 2},
+        "version": 2,
+    }
+    adk = adk_eval_config.EvalConfig.model_validate(data)
+
+    config = check_config(data, "c.json")
+    written = config.model_dump(mode="json")
+
+    adk_written = adk.model_dump(mode="json")
+    assert written["criteria"]["safety_v1"] == adk_written["criteria"]["safety_v1"]
+    assert config.criteria["safety_v1"].ignored_keys == {"judge_model_options": {"num_samples": 1}}
+    assert not hasattr(config.criteria["safety_v1"], "judge_model_options")
+    assert written["criteria"]["tool_trajectory_avg_score"]["note"] == "x"
+    assert written["criteria"]["tool_trajectory_avg_score"]["match_type"] == 1
+    assert config.user_simulator_config is not None
+    assert config.user_simulator_config.model_extra == {"temperature": 0.3}
+    assert written["user_simulator_config"]["temperature"] == 0.3
+    assert (
+        written["live_model_config"] == adk_written["live_model_config"] == {"timeout_seconds": 60}
+    )
+    assert "version" not in written and "version" not in adk_written
+    assert sorted(w.path for w in config.warnings) == [
+        "criteria.safety_v1.judge_model_options",
+        "criteria.tool_trajectory_avg_score.note",
+        "live_model_config.retries",
+        "user_simulator_config.temperature",
+        "version",
+    ]
+    assert check_config(written, "again.json").model_dump(mode="json") == written
+
+
+def test_a_custom_metric_named_like_a_built_in_one_takes_its_criterion_as_adk_does() -> None:
+    data = {
+        "criteria": {
+            "tool_trajectory_avg_score": {"threshold": 1, "match_type": "bogus", "k": 3},
+            "token_usage_v1": 0.5,
+        },
+        "custom_metrics": {
+            "tool_trajectory_avg_score": {"code_config": {"name": "pkg.fn"}},
+            "token_usage_v1": {"code_config": {"name": "pkg.tokens"}},
+        },
+    }
+
+    config = check_config(data, "c.json")
+
+    shadowed = config.criteria["tool_trajectory_avg_score"]
+    assert type(shadowed) is BaseCriterion  # its function reads it, as ADK's custom evaluator
+    assert shadowed.ignored_keys == {"match_type": "bogus", "k": 3}
+    assert config.warnings == ()  # the keys are the function's to read: none is ignored
+    assert config.criteria["token_usage_v1"].threshold == 0.5
+
+
 # --- files ------------------------------------------------------------------------------------
 
 
@@ -691,3 +950,53 @@ def test_a_missing_config_file_is_a_config_error_naming_the_file(tmp_path: Path)
         load_config(path)
 
     assert str(info.value) == f"{path}: file not found"
+
+
+# --- the CLI prints the warnings --------------------------------------------------------------
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_assay_validate_shows_a_configs_warnings_and_passes(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    path = tmp_path / "test_config.json"
+    path.write_text(
+        json.dumps({"criteria": {"safety_v1": {"threshold": 0.5, "judge_model_options": {}}}}),
+        encoding="utf-8",
+    )
+
+    run = run_cli("validate", path)
+
+    assert run.code == 0, run.output
+    out = _flat(run.out)
+    assert f"ok {path}: config with 1 criteria (safety_v1)" in out
+    assert (
+        f"warning: {path}: criteria.safety_v1.judge_model_options: "
+        "unknown key 'judge_model_options' ignored, as ADK does"
+    ) in out
+    assert "ConfigWarning" not in run.output
+
+
+def test_assay_eval_prints_a_shared_configs_warnings_once(
+    run_cli: RunCli, example: Example, tmp_path: Path
+) -> None:
+    first = Path(shutil.copy(example.evalset, tmp_path / "one.evalset.json"))
+    second = Path(shutil.copy(example.evalset, tmp_path / "two.evalset.json"))
+    config = tmp_path / "test_config.json"
+    config.write_text(
+        json.dumps({"criteria": {"response_match_score": {"threshold": 0.5, "treshold": 0.9}}}),
+        encoding="utf-8",
+    )
+
+    run = run_cli("eval", first, second, "--traces", example.traces, "--no-history")
+
+    warning = (
+        f"warning: {config}: criteria.response_match_score.treshold: unknown key 'treshold' "
+        "ignored, as ADK does; did you mean 'threshold'?"
+    )
+    assert _flat(run.output).count(warning) == 1, run.output
+    assert "ConfigWarning" not in run.output
+    assert run.code in (0, 1)

@@ -10,6 +10,8 @@
      │    └── LabelsError           a file of people's labels on a recorded run
      └── UserSimulatorError         a user simulator cannot be set up or used as configured
 
+    ConfigWarning (a UserWarning)   a config key or value that loads, as in ADK, but is ignored
+
 A :class:`Problem` names the file, the JSON path inside it (``eval_cases[3].conversation[0]``)
 and what was expected, so every message can be acted on without reading a stack trace. An
 unknown or missing key is reported at the object that holds it
@@ -78,6 +80,14 @@ class ProfileError(InputError):
 class LabelsError(InputError):
     """A labels file is missing or malformed, or names a case, turn, criterion, rubric or label
     that its eval set, traces or config do not have."""
+
+
+class ConfigWarning(UserWarning):
+    """A config loads, as ADK loads it, but something in it is ignored or read loosely: an
+    unknown key where ADK allows extra keys (a typo ADK would not report), a boolean threshold.
+
+    :func:`~assay.config.parse_config` and :func:`~assay.config.load_config` emit one per
+    :class:`Problem` in the config's ``warnings``; the CLI prints those instead."""
 
 
 class UserSimulatorError(AssayError):
@@ -176,12 +186,22 @@ _EXPECTED = {
 }
 
 
+def closest_key(name: str, known: Iterable[str]) -> str | None:
+    """The known key ``name`` is most likely a typo of, spelled as ``name`` is (a camelCase
+    name gets a camelCase suggestion), or None when none is close."""
+    keys = list(known)
+    if "_" not in name and name != name.lower():  # written in camelCase: suggest camelCase
+        keys = [_camel(k) for k in keys]
+    hint = difflib.get_close_matches(name, keys, n=1)
+    return hint[0] if hint else None
+
+
 def _suggest(name: str, known_keys: KnownKeys, loc: Loc) -> str:
     known = list(known_keys(loc[:-1]) if callable(known_keys) else known_keys)
-    if "_" not in name and name != name.lower():  # written in camelCase: suggest camelCase
-        known = [_camel(k) for k in known]
-    hint = difflib.get_close_matches(name, known, n=1)
-    return f" (did you mean '{hint[0]}'?)" if hint else ""
+    if name in known or name in {_camel(k) for k in known}:
+        return " (given twice, in snake_case and in camelCase: keep one)"
+    hint = closest_key(name, known)
+    return f" (did you mean '{hint}'?)" if hint else ""
 
 
 def _message(error: ErrorDetails, known_keys: KnownKeys) -> str:

@@ -5,9 +5,11 @@ ADK 2.13's ``LlmBackedUserSimulatorConfig``, field for field: ``type`` (the disc
 ``max_allowed_invocations``, ``custom_instructions`` and ``include_function_calls``. Keys are
 read in snake_case or camelCase.
 
-Stricter than ADK, which allows unknown keys here: an unknown key is an error naming it, and so
-are a ``max_allowed_invocations`` that is neither -1 (no limit) nor at least 1, and ADK's audio
-simulator (``"type": "llm_audio"``), which assay does not provide.
+As in ADK, unknown keys load (they are kept, and :mod:`assay.config` reports each as a warning),
+and so does ADK's audio simulator (``"type": "llm_audio"``, :class:`AudioUserSimulatorConfig`),
+which assay does not provide: a scenario case is then NOT_EVALUATED, with the reason.
+``max_allowed_invocations`` is any integer, as in ADK: -1 is no limit, and a limit below 1 stops
+the conversation before its first message (the config loader warns about it).
 
 It lives beside :mod:`assay.config`, not in :mod:`assay.simulation`, because ``EvalConfig`` holds
 it: the config is read below the LLM layer and the simulators that use it.
@@ -17,22 +19,30 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, field_validator
 
+from assay.errors import short_value
 from assay.evalset._base import AssayModel
 from assay.simulator_templates import REQUIRED_PLACEHOLDERS, missing_placeholders
 
 DEFAULT_SIMULATOR_MODEL = "gemini-2.5-flash"
+DEFAULT_AUDIO_MODEL = "cloud_tts"
 DEFAULT_MAX_ALLOWED_INVOCATIONS = 20
 NO_LIMIT = -1
 
 
-class UserSimulatorConfig(AssayModel):
-    """The LLM-backed user simulator's settings."""
+SimulatorType = Literal["llm_backed", "llm_audio"]
 
-    type: Literal["llm_backed"] = "llm_backed"
-    """Which simulator: ADK's ``llm_backed`` (the only one assay has)."""
-    model: str = Field(default=DEFAULT_SIMULATOR_MODEL, min_length=1)
+
+class UserSimulatorConfig(AssayModel):
+    """The LLM-backed user simulator's settings. Unknown keys are kept (as ADK keeps them)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: SimulatorType = "llm_backed"
+    """Which simulator: ADK's ``llm_backed`` (the only one assay has), or ``llm_audio``
+    (:class:`AudioUserSimulatorConfig`, which loads but cannot play a scenario in assay)."""
+    model: str = DEFAULT_SIMULATOR_MODEL
     """The model that plays the user (any model string a judge accepts)."""
     model_configuration: dict[str, Any] | None = None
     """Generation settings, as a criterion's ``judge_model_config``: ``temperature`` and
@@ -52,28 +62,9 @@ class UserSimulatorConfig(AssayModel):
     def _known_type(cls, value: Any) -> Any:
         if value is None:  # ADK: a missing or null type is the legacy default
             return "llm_backed"
-        if value == "llm_audio":
+        if value not in ("llm_backed", "llm_audio"):
             raise ValueError(
-                "ADK's audio user simulator ('llm_audio') is not available in assay; "
-                "use 'llm_backed' (the default)"
-            )
-        if value != "llm_backed":
-            raise ValueError(f"expected 'llm_backed' (the only user simulator); got {value!r}")
-        return value
-
-    @field_validator("max_allowed_invocations", mode="before")
-    @classmethod
-    def _no_boolean_limit(cls, value: Any) -> Any:
-        if isinstance(value, bool):  # pydantic would read true as 1
-            raise ValueError(f"expected an integer; got {str(value).lower()}")
-        return value
-
-    @field_validator("max_allowed_invocations")
-    @classmethod
-    def _a_limit_or_none(cls, value: int) -> int:
-        if value != NO_LIMIT and value < 1:
-            raise ValueError(
-                f"expected -1 (no limit) or a number of user messages of at least 1; got {value}"
+                f"expected 'llm_backed' (the default) or 'llm_audio'; got {short_value(value)}"
             )
         return value
 
@@ -89,5 +80,20 @@ class UserSimulatorConfig(AssayModel):
 
     @property
     def limit(self) -> int | None:
-        """``max_allowed_invocations``, or None for no limit."""
+        """``max_allowed_invocations``, or None for no limit (a limit below 1 allows no message,
+        as in ADK)."""
         return None if self.max_allowed_invocations == NO_LIMIT else self.max_allowed_invocations
+
+
+class AudioUserSimulatorConfig(UserSimulatorConfig):
+    """ADK's ``llm_audio`` simulator's settings: the text simulator's, and the voice's. They are
+    checked as ADK checks them, but assay cannot play the user's audio: a scenario case scored
+    with this config is NOT_EVALUATED."""
+
+    type: SimulatorType = "llm_audio"
+    audio_model: str = DEFAULT_AUDIO_MODEL
+    """The model that speaks the simulated user's messages."""
+    audio_model_configuration: dict[str, Any] | None = None
+    """The voice model's generation settings."""
+    include_text_with_audio: bool = True
+    """Send the message's text along with its audio."""

@@ -180,6 +180,31 @@ def test_resuming_a_finished_run_scores_nothing_again(
     assert len(HistoryStore(history()).runs()) == 1
 
 
+def test_a_run_recorded_with_criteria_written_in_full_can_still_be_resumed(
+    run_cli: RunCli, example: Example, judge_env: JudgeServer
+) -> None:
+    """Runs recorded before bare thresholds were kept as numbers wrote every criterion in full
+    (``"safety_v1": {"threshold": 0.8, ...}``); resuming one is not refused as changed."""
+    from assay.config import read_config
+    from assay.history.records import config_hash
+
+    run_cli("eval", example.evalset, "--traces", example.traces)
+    with sqlite3.connect(history()) as db:
+        run_id, stored = db.execute("SELECT id, config FROM runs").fetchone()
+        config = json.loads(stored)
+        [entry] = config["sets"]
+        assert entry["criteria"]["safety_v1"] == 0.8  # written bare, as in the config file
+        full = read_config(example.evalset.parent / "test_config.json").criteria
+        entry["criteria"] = {k: v.model_dump(mode="json") for k, v in full.items()}
+        db.execute(
+            "UPDATE runs SET config = ?, config_hash = ? WHERE id = ?",
+            (json.dumps(config, sort_keys=True), config_hash(config), run_id),
+        )
+    resumed = run_cli("eval", example.evalset, "--traces", example.traces, "--resume", "latest")
+    assert resumed.code == 0, resumed.output
+    assert "5 case result(s) kept" in resumed.out
+
+
 def test_import_adds_adk_results_as_runs(run_cli: RunCli, example: Example, tmp_path: Path) -> None:
     out = tmp_path / "app_1.evalset_result.json"
     run_cli("eval", example.evalset, "--traces", example.traces, "--output", out, "--no-history")

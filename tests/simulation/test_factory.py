@@ -16,6 +16,7 @@ from assay.simulation import (
     UserSimulatorError,
     simulator_for,
 )
+from assay.simulator_config import AudioUserSimulatorConfig
 
 from ._helpers import AGENT, START, scenario, scripted, turn
 
@@ -59,3 +60,14 @@ def test_a_set_up_error_names_the_case() -> None:
     case = EvalCase(eval_id="bad-persona", conversation_scenario=scenario("NOBODY"))
     with pytest.raises(UserSimulatorError, match=r"^case 'bad-persona': unknown user_persona id"):
         simulator_for(case, None, scripted("x")[0], "</finished>", AGENT)
+
+
+def test_adks_audio_simulator_loads_but_cannot_play_a_scenario() -> None:
+    case = EvalCase(eval_id="spoken", conversation_scenario=scenario())
+    config = AudioUserSimulatorConfig()
+    with pytest.raises(UserSimulatorError, match=r"^case 'spoken': ADK's audio user simulator"):
+        simulator_for(case, config, scripted("x")[0], "</finished>", AGENT)
+    static = EvalCase(eval_id="static", conversation=[turn("hello", "hi")])
+    assert isinstance(
+        simulator_for(static, config, None, "</finished>", AGENT), StaticUserSimulator
+    )

@@ -1,4 +1,5 @@
-"""user_simulator_config: ADK 2.13's fields and defaults, validated at load with JSON paths."""
+"""user_simulator_config: ADK 2.13's fields and defaults, validated at load with JSON paths; what
+ADK accepts loads, with a warning where assay ignores it or cannot play it."""
 
 from __future__ import annotations
 
@@ -6,14 +7,18 @@ from typing import Any
 
 import pytest
 from google.adk.evaluation.eval_config import EvalConfig as AdkEvalConfig
+from google.adk.evaluation.simulation._llm_audio_user_simulator import (
+    LlmAudioUserSimulatorConfig as AdkAudioConfig,
+)
 from google.adk.evaluation.simulation.llm_backed_user_simulator import (
     LlmBackedUserSimulatorConfig as AdkConfig,
 )
 from pydantic import ValidationError
 
-from assay.config import EvalConfig, parse_config
+from assay.config import EvalConfig, check_config, parse_config
 from assay.errors import ConfigError
 from assay.simulation import UserSimulatorConfig
+from assay.simulator_config import AudioUserSimulatorConfig
 
 VALID_TEMPLATE = "{{ stop_signal }} {{ conversation_plan }} {{ conversation_history }}"
 
@@ -79,7 +84,16 @@ def test_evalconfig_model_validate_types_the_field_too() -> None:
     config = EvalConfig.model_validate({"user_simulator_config": {"max_allowed_invocations": 4}})
     assert isinstance(config.user_simulator_config, UserSimulatorConfig)
     with pytest.raises(ValidationError):
-        EvalConfig.model_validate({"user_simulator_config": {"max_alowed_invocations": 4}})
+        EvalConfig.model_validate({"user_simulator_config": {"max_allowed_invocations": "many"}})
+
+
+def warnings_of(user_simulator_config: Any) -> list[str]:
+    """What check_config warns about a simulator config ADK accepts (checked against ADK)."""
+    data = {"criteria": {}, "user_simulator_config": user_simulator_config}
+    assert AdkEvalConfig.model_validate(data).user_simulator_config is not None
+    config = check_config(data, "c.json")
+    assert config.user_simulator_config is not None
+    return [str(w) for w in config.warnings]
 
 
 @pytest.mark.parametrize(
@@ -87,37 +101,91 @@ def test_evalconfig_model_validate_types_the_field_too() -> None:
     [
         (
             {"max_alowed_invocations": 5},
-            "c.json: user_simulator_config: unknown key 'max_alowed_invocations' "
-            "(did you mean 'max_allowed_invocations'?)",
+            "c.json: user_simulator_config.max_alowed_invocations: unknown key "
+            "'max_alowed_invocations' ignored, as ADK does; did you mean 'max_allowed_invocations'?",
         ),
         (
             {"maxAllowedInvocation": 5},
-            "c.json: user_simulator_config: unknown key 'maxAllowedInvocation' "
-            "(did you mean 'maxAllowedInvocations'?)",
+            "c.json: user_simulator_config.maxAllowedInvocation: unknown key "
+            "'maxAllowedInvocation' ignored, as ADK does; did you mean 'maxAllowedInvocations'?",
         ),
         (
             {"type": "llm_audio"},
-            "c.json: user_simulator_config.type: ADK's audio user simulator ('llm_audio') is "
-            "not available in assay; use 'llm_backed' (the default)",
-        ),
-        (
-            {"type": "scripted"},
-            "c.json: user_simulator_config.type: expected 'llm_backed' (the only user "
-            "simulator); got 'scripted'",
+            "c.json: user_simulator_config.type: ADK's audio user simulator is not available in "
+            "assay: a case with a conversation_scenario is NOT_EVALUATED with this config",
         ),
         (
             {"max_allowed_invocations": 0},
-            "c.json: user_simulator_config.max_allowed_invocations: expected -1 (no limit) or a "
-            "number of user messages of at least 1; got 0",
+            "c.json: user_simulator_config.max_allowed_invocations: a limit of 0 stops every "
+            "simulated conversation before its first message, as in ADK (-1 is no limit)",
         ),
         (
             {"maxAllowedInvocations": -2},
-            "c.json: user_simulator_config.maxAllowedInvocations: expected -1 (no limit) or a "
-            "number of user messages of at least 1; got -2",
+            "c.json: user_simulator_config.maxAllowedInvocations: a limit of -2 stops every "
+            "simulated conversation before its first message, as in ADK (-1 is no limit)",
         ),
         (
             {"max_allowed_invocations": True},
-            "c.json: user_simulator_config.max_allowed_invocations: expected an integer; got true",
+            "c.json: user_simulator_config.max_allowed_invocations: a boolean limit, read as 1 "
+            "as ADK reads it; write a number",
+        ),
+        (
+            {"model": ""},
+            "c.json: user_simulator_config.model: no model named: a conversation_scenario "
+            "cannot be played",
+        ),
+        (
+            {"model_configuration": {"temprature": 0.2}},
+            "c.json: user_simulator_config.model_configuration.temprature: 'temprature' is not a "
+            "setting of google-genai's GenerateContentConfig (did you mean 'temperature'?), so "
+            "ADK refuses this config; assay passes it to the simulated user's model as it is",
+        ),
+    ],
+    ids=[
+        "typo",
+        "camelCase-typo",
+        "audio",
+        "zero-limit",
+        "negative-limit",
+        "boolean-limit",
+        "empty-model",
+        "genai-setting",
+    ],
+)
+def test_what_adk_accepts_loads_with_a_warning_at_its_json_path(given: Any, expected: str) -> None:
+    if "model_configuration" in given:  # ADK refuses this one: assay's models are not all Gemini
+        with pytest.raises(ValidationError):
+            AdkEvalConfig.model_validate({"user_simulator_config": given})
+        assert [
+            str(w) for w in check_config({"user_simulator_config": given}, "c.json").warnings
+        ] == [expected]
+        return
+    assert warnings_of(given) == [expected]
+
+
+def test_the_audio_simulators_settings_are_checked_as_adk_checks_them() -> None:
+    audio = {"type": "llm_audio", "audio_model": "cloud_tts", "include_text_with_audio": False}
+    config = check_config({"user_simulator_config": audio}, "c.json").user_simulator_config
+    assert isinstance(config, AudioUserSimulatorConfig)
+    assert config.include_text_with_audio is False
+    assert set(AudioUserSimulatorConfig.model_fields) == set(AdkAudioConfig.model_fields)
+
+    bad = {"type": "llm_audio", "include_text_with_audio": "sometimes"}
+    with pytest.raises(ValidationError):
+        AdkEvalConfig.model_validate({"user_simulator_config": bad})
+    assert problems(bad)[0] == (
+        "c.json: user_simulator_config.include_text_with_audio: expected true or false; "
+        'got "sometimes"'
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (
+            {"type": "scripted"},
+            "c.json: user_simulator_config.type: expected 'llm_backed' (the default) or "
+            "'llm_audio'; got \"scripted\"",
         ),
         (
             {"max_allowed_invocations": "many"},
@@ -150,13 +218,7 @@ def test_evalconfig_model_validate_types_the_field_too() -> None:
         ),
     ],
     ids=[
-        "typo",
-        "camelCase-typo",
-        "audio",
         "unknown-type",
-        "zero-limit",
-        "negative-limit",
-        "boolean-limit",
         "string-limit",
         "model-configuration",
         "missing-placeholders",
@@ -169,10 +231,13 @@ def test_each_mistake_is_reported_at_its_json_path(given: Any, expected: str) ->
     assert problems(given) == [expected]
 
 
-def test_every_mistake_is_reported_at_once() -> None:
-    found = problems({"modle": "x", "max_allowed_invocations": 0, "custom_instructions": "hi"})
+def test_every_mistake_is_reported_at_once_with_the_warnings() -> None:
+    found = problems({"modle": "x", "max_allowed_invocations": "0x", "custom_instructions": "hi"})
     assert len(found) == 3
-    assert "c.json: user_simulator_config: unknown key 'modle' (did you mean 'model'?)" in found
+    assert found[-1] == (
+        "c.json: user_simulator_config.modle: unknown key 'modle' ignored, as ADK does; "
+        "did you mean 'model'?"
+    )
 
 
 @pytest.mark.parametrize(

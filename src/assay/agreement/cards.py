@@ -91,6 +91,8 @@ def prompt_version(
 def _verdict_options(criterion: BaseCriterion) -> dict[str, Any]:
     data = criterion.model_dump(mode="json")
     data.pop("threshold", None)
+    for key in criterion.ignored_keys:  # keys no metric reads change no verdict
+        data.pop(key, None)
     options = data.pop("judge_model_options", None)
     if isinstance(options, dict):
         data["judge_model_options"] = {key: options.get(key) for key in _VERDICT_OPTIONS}

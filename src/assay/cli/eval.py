@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from warnings import catch_warnings, simplefilter
 
 import click
 from rich.console import Console
@@ -24,7 +25,7 @@ from assay.agents.spec import resolve_agent
 from assay.cli.history import max_cases_option
 from assay.cli.output import EXIT_FAILED, EXIT_OK, make_console
 from assay.cli.recording import recorded, run_spec, unrecordable
-from assay.errors import InputError
+from assay.errors import ConfigWarning, InputError
 from assay.history.records import HistoryError, default_history_path
 from assay.llm.profile import JudgeProfile, bundled_source, resolve_profile
 from assay.metrics.base import EvalStatus
@@ -69,7 +70,8 @@ def _load_inputs(
     problems = []
     jobs: list[EvalSetJob] = []
     traces = Traces()
-    with collections_paused():  # millions of objects and no garbage: see _collector.py
+    with collections_paused(), catch_warnings():  # millions of objects, no garbage: _collector.py
+        simplefilter("ignore", ConfigWarning)  # a config's warnings are printed with its jobs
         try:
             jobs = jobs_for(eval_sets, config_path or None)
         except InputError as exc:
@@ -422,12 +424,15 @@ def eval_command(
             ),
         )
     saved: list[CaseInference] = []
+    configs_shown: set[int] = set()  # a config's warnings are shown once, however many sets
     for job in jobs:
         names = ", ".join(job.config.criteria) or "(none)"
         console.print(
             f"[dim]{escape(str(job.loaded.path))}: criteria from {escape(job.config_source)}: {escape(names)}[/]"
         )
-        for warning in job.loaded.warnings:
+        config_warnings = () if id(job.config) in configs_shown else job.config.warnings
+        configs_shown.add(id(job.config))
+        for warning in (*job.loaded.warnings, *config_warnings):
             console.print(f"  [yellow]warning:[/] {escape(str(warning))}")
     profile = _profile(console, profile_path)
     judges = JudgeSettings(

@@ -22,7 +22,8 @@ import click
 from rich.markup import escape
 
 from assay.cli.output import make_console
-from assay.errors import Problem, format_path
+from assay.config import check_config
+from assay.errors import ConfigError, Problem, format_path
 from assay.history.compact import CaseEncoder, Inputs
 from assay.history.inputs import InputFile, digests, input_files, pack, read_inputs
 from assay.history.records import (
@@ -151,7 +152,7 @@ def run_config(
             "eval_set_id": job.loaded.eval_set.eval_set_id,
             "sha256": found.get(str(job.loaded.path)),
             "config_source": job.config_source,
-            "criteria": {k: v.model_dump(mode="json") for k, v in job.config.criteria.items()},
+            "criteria": job.config.criteria_as_written(),
         }
         for job in jobs
     ]
@@ -165,6 +166,20 @@ def run_config(
         "inputs": inputs,
         "judge_model": judge_model or source.get("ASSAY_JUDGE_MODEL") or None,
     }
+
+
+def _expanded_criteria(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with each criterion written in full, as runs recorded before bare thresholds
+    were kept as numbers wrote them (so those runs can still be resumed)."""
+    sets = []
+    for entry in config.get("sets", []):
+        try:
+            parsed = check_config({"criteria": entry.get("criteria", {})})
+        except ConfigError:
+            return dict(config)
+        criteria = {k: v.model_dump(mode="json") for k, v in parsed.criteria.items()}
+        sets.append({**entry, "criteria": criteria})
+    return {**config, "sets": sets}
 
 
 def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
@@ -309,7 +324,7 @@ def _resume(store: HistoryStore, ref: str, spec: RunSpec) -> Recording:
         config = spec.settings(digests(read_inputs(spec.files)))
     except OSError as exc:
         raise HistoryError(f"cannot read the run's inputs: {exc}") from None
-    if info.config_hash != config_hash(config):
+    if info.config_hash not in (config_hash(config), config_hash(_expanded_criteria(config))):
         if info.config_hash == config_hash(spec.settings(None)):
             raise HistoryError(
                 f"run {info.id} was stopped before its input files were recorded; start a new run"

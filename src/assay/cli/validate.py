@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 
 from assay.cli.output import make_console
-from assay.config import load_config
+from assay.config import read_config
 from assay.errors import InputError
 from assay.evalset.io import load_eval_set
 
@@ -35,10 +35,12 @@ def validate_command(files: tuple[str, ...]) -> None:
                 for note in run.warnings:
                     console.print(f"  [yellow]warning:[/] {escape(note)}")
             elif _looks_like_config(path):
-                config = load_config(path)
+                config = read_config(path)
                 console.print(
                     f"[green]ok[/] {escape(file)}: config with {len(config.criteria)} criteria ({escape(', '.join(config.criteria))})"
                 )
+                for warning in config.warnings:
+                    console.print(f"  [yellow]warning:[/] {escape(str(warning))}")
             else:
                 loaded = load_eval_set(path)
                 cases = loaded.eval_set.eval_cases

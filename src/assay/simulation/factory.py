@@ -39,6 +39,11 @@ def simulator_for(
         raise UserSimulatorError(
             f"case {case.eval_id!r} has neither a conversation nor a conversation_scenario"
         )
+    if config is not None and config.type == "llm_audio":
+        raise UserSimulatorError(
+            f"case {case.eval_id!r}: ADK's audio user simulator (user_simulator_config.type "
+            "'llm_audio') is not available in assay"
+        )
     if client is None:
         raise UserSimulatorError(
             f"case {case.eval_id!r} has a conversation_scenario, which needs a model to play "
