@@ -1,5 +1,5 @@
-"""The public API, pinned: every name of ``assay`` and ``assay.testing``, what it is, and the
-parameters of each public function (names, order, keyword-only or not, defaults).
+"""The public API, pinned: every name of ``assay``, ``assay.testing`` and ``assay.custom``, what
+it is, and the parameters of each public function (names, order, keyword-only or not, defaults).
 
 A move inside the package must keep these: a name that disappears, changes kind or loses a
 parameter fails here, not in a user's code. Changing the API on purpose means changing this
@@ -17,6 +17,7 @@ import pydantic
 import pytest
 
 import assay
+import assay.custom
 import assay.testing
 
 API: dict[str, dict[str, tuple[str, list[str] | None]]] = {
@@ -78,6 +79,16 @@ API: dict[str, dict[str, tuple[str, list[str] | None]]] = {
         "failure_report": ("function", ["results"]),
         "load_jobs": ("function", ["eval_set", "config=None"]),
     },
+    "assay.custom": {  # the types of a custom metric's function, as google-adk's
+        "BaseCriterion": ("model", None),
+        "ConversationScenario": ("model", None),
+        "EvalMetric": ("model", None),
+        "EvalStatus": ("enum", None),
+        "EvaluationResult": ("model", None),
+        "Invocation": ("model", None),
+        "PerInvocationResult": ("model", None),
+        "RubricScore": ("model", None),
+    },
 }  # fmt: skip
 
 AGENT_EVALUATOR = {  # ADK's AgentEvaluator, as assay.testing offers it: static methods
@@ -99,7 +110,7 @@ AGENT_EVALUATOR = {  # ADK's AgentEvaluator, as assay.testing offers it: static 
     ),
 }  # fmt: skip
 
-MODULES = {"assay": assay, "assay.testing": assay.testing}
+MODULES = {"assay": assay, "assay.testing": assay.testing, "assay.custom": assay.custom}
 
 
 def _kind(value: Any) -> str:

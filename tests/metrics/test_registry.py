@@ -89,7 +89,11 @@ def test_registering_a_name_twice_is_an_error_across_plain_and_judged_metrics() 
     [
         ("final_response_match_v2", "no LLM judge was configured for this run"),
         ("multi_turn_task_success_v1", "not implemented yet"),
-        ("my_metric", "custom metrics (custom_metrics in the config) are not implemented yet"),
+        (
+            "my_metric",
+            "no metric is registered under this name; a custom metric runs from its "
+            "custom_metrics entry in the config",
+        ),
     ],
 )
 def test_a_metric_that_cannot_run_is_not_evaluated_with_its_reason(name: str, reason: str) -> None:

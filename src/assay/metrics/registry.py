@@ -217,7 +217,11 @@ class MetricRegistry:
             reason = (
                 NOT_IMPLEMENTED
                 if name in CRITERION_TYPES
-                else "custom metrics (custom_metrics in the config) are not implemented yet"
+                # A custom metric is built from its custom_metrics entry, not from here
+                # (assay.metrics.custom.custom_metric, called by the runner's
+                # configured_metrics).
+                else "no metric is registered under this name; a custom metric runs from its "
+                "custom_metrics entry in the config"
             )
             return UnavailableMetric(name, criterion, reason)
         return factory(criterion)

@@ -20,12 +20,19 @@ from typing import TYPE_CHECKING
 from assay._async import sync_of
 from assay._collector import results_kept_frozen
 from assay._version import __version__
-from assay.config import INFORMATIONAL_METRICS, BaseCriterion, EvalConfig, default_config
+from assay.config import (
+    CRITERION_TYPES,
+    INFORMATIONAL_METRICS,
+    BaseCriterion,
+    EvalConfig,
+    default_config,
+)
 from assay.evalset.case import EvalCase
 from assay.evalset.io import LoadedEvalSet
 from assay.llm.base import TokenUsage
 from assay.llm.judge import Judge
 from assay.llm.profile import JudgeProfile, bundled_profile
+from assay.metrics.custom import custom_metric
 from assay.metrics.registry import JudgeProvider, MetricRegistry, default_registry
 from assay.results.captured import Captures
 from assay.results.model import SIMULATOR, EvalCaseResult, EvalSetResult, JudgeInfo, SetNotes
@@ -119,18 +126,34 @@ class _RecordingProvider:
 
 
 def configured_metrics(
-    config: EvalConfig, registry: MetricRegistry, judges: JudgeProvider | None = None
+    config: EvalConfig,
+    registry: MetricRegistry,
+    judges: JudgeProvider | None = None,
+    *,
+    eval_set_folder: Path | None = None,
 ) -> list[ConfiguredMetric]:
     """The metrics a config asks for, in config order, then ADK's informational efficiency
     metrics (tool calls, model calls, tokens, duration), which are reported on every run.
-    A judged metric's rows name the judge that scores it in their criterion."""
+    A judged metric's rows name the judge that scores it in their criterion.
+
+    A metric declared under ``custom_metrics`` runs its function (:mod:`assay.metrics.custom`,
+    imported now, with ``eval_set_folder`` and the working directory on ``sys.path``), as in ADK
+    even when it has a built-in metric's name; only a name that is no ADK metric but is
+    registered in ``registry`` keeps its registered metric."""
     recording = (
         judges
         if judges is None or isinstance(judges, _RecordingProvider)
         else _RecordingProvider(judges)
     )
+    custom = config.custom_metrics or {}
     metrics = []
     for name, criterion in config.criteria.items():
+        declared = custom.get(name)
+        adk_name = name in CRITERION_TYPES or name in INFORMATIONAL_METRICS
+        if declared is not None and (adk_name or not registry.is_registered(name)):
+            built = custom_metric(name, criterion, declared, eval_set_folder=eval_set_folder)
+            metrics.append(ConfiguredMetric(name, criterion, built))
+            continue
         metric = registry.create(name, criterion, recording)
         judge_model = recording.judge_model(name) if recording is not None else None
         metrics.append(
@@ -142,6 +165,11 @@ def configured_metrics(
         if name not in config.criteria
     ]
     return metrics
+
+
+def _folder_of(eval_set_path: Path) -> Path | None:
+    """The folder of an eval set file; None for an eval set that was not read from a file."""
+    return eval_set_path.parent if eval_set_path.is_file() else None
 
 
 def _app_name(cases: Sequence[EvalCase]) -> str:
@@ -217,7 +245,9 @@ async def _evaluate_set(
     recording = judges if isinstance(judges, _RecordingProvider) or judges is None else None
     if judges is not None and recording is None:
         recording = _RecordingProvider(judges)
-    metrics = configured_metrics(job.config, registry, recording)
+    metrics = configured_metrics(
+        job.config, registry, recording, eval_set_folder=_folder_of(job.loaded.path)
+    )
 
     async def one(case: EvalCase, attempt: Attempt) -> EvalCaseResult:
         finished = (done or {}).get((eval_set.eval_set_id, case.eval_id, attempt.run))
@@ -254,7 +284,7 @@ async def _evaluate_set(
             version=__version__,
             eval_set_path=str(job.loaded.path),
             config_source=job.config_source,
-            criteria={k: v.model_dump(mode="json") for k, v in job.config.criteria.items()},
+            criteria=job.config.criteria_as_written(),
             summary=summarize(case_results),
             duration_s=round(time.perf_counter() - started, 6),
             judges=_judge_infos(recording),
