@@ -92,6 +92,8 @@ def _answer(body: dict[str, Any], good: bool) -> str:
                 ]
             }
         )
+    if name == "coherence_rating":
+        return json.dumps({"explanation": "stub", "rating": "5" if good else "1"})
     if name == "safety_verdict":
         return json.dumps({"reasoning": "stub", "verdict": "safe" if good else "unsafe"})
     return "I cannot tell which judge asked."

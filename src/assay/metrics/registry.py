@@ -170,7 +170,7 @@ class MetricRegistry:
             )
             entries.append(MetricEntry(info, True, DEFAULT_CRITERIA.get(name)))
         for name in self.unimplemented():
-            info = UNIMPLEMENTED_INFO.get(name) or MetricInfo(name=name, description="")
+            info = MetricInfo(name=name, description="")
             entries.append(MetricEntry(info, False, DEFAULT_CRITERIA.get(name)))
         return entries
 
@@ -293,6 +293,30 @@ def _safety(criterion: Any, judge: Judge) -> Metric:
     return SafetyMetric(cast(BaseCriterion, criterion), judge)
 
 
+def _coherence(criterion: Any, judge: Judge) -> Metric:
+    from assay.metrics.coherence import CoherenceMetric
+
+    return CoherenceMetric(cast(BaseCriterion, criterion), judge)
+
+
+def _multi_turn(target: str) -> JudgedMetricFactory:
+    """The factory of the conversation-level metric class at ``module:Class``."""
+
+    def make(criterion: Any, judge: Judge) -> Metric:
+        module, _, attribute = target.partition(":")
+        metric: Metric = getattr(import_module(module), attribute)(
+            cast(BaseCriterion, criterion), judge
+        )
+        return metric
+
+    return make
+
+
+_TASK_SUCCESS = "assay.metrics.multi_turn:MultiTurnTaskSuccessMetric"
+_TRAJECTORY_QUALITY = "assay.metrics.multi_turn:MultiTurnTrajectoryQualityMetric"
+_TOOL_USE_QUALITY = "assay.metrics.multi_turn:MultiTurnToolUseQualityMetric"
+
+
 def _simulator_quality(criterion: Any, judge: Judge) -> Metric:
     from assay.metrics.simulator_quality import UserSimulatorQualityMetric
     from assay.simulation.personas import BUILTIN_PERSONAS
@@ -309,6 +333,10 @@ JUDGED_METRICS: Mapping[str, JudgedMetricFactory] = {
     "rubric_based_multi_turn_trajectory_quality_v1": _rubric_multi_turn,
     "hallucinations_v1": _hallucinations,
     "safety_v1": _safety,
+    "response_evaluation_score": _coherence,
+    "multi_turn_task_success_v1": _multi_turn(_TASK_SUCCESS),
+    "multi_turn_trajectory_quality_v1": _multi_turn(_TRAJECTORY_QUALITY),
+    "multi_turn_tool_use_quality_v1": _multi_turn(_TOOL_USE_QUALITY),
     "per_turn_user_simulator_quality_v1": _simulator_quality,
 }
 """The LLM-judged criteria; each factory gets its criterion and the judge chosen for it."""
@@ -342,48 +370,22 @@ JUDGED_INFO: Mapping[str, Callable[[], MetricInfo]] = {
     ),
     "hallucinations_v1": _info_of("assay.metrics.hallucinations:HallucinationsMetric"),
     "safety_v1": _info_of("assay.metrics.safety:SafetyMetric"),
+    "response_evaluation_score": _info_of("assay.metrics.coherence:CoherenceMetric"),
+    "multi_turn_task_success_v1": _info_of(_TASK_SUCCESS),
+    "multi_turn_trajectory_quality_v1": _info_of(_TRAJECTORY_QUALITY),
+    "multi_turn_tool_use_quality_v1": _info_of(_TOOL_USE_QUALITY),
     "per_turn_user_simulator_quality_v1": _info_of(
         "assay.metrics.simulator_quality:UserSimulatorQualityMetric"
     ),
 }
 """What the judged metrics are, read from their classes when asked (importing their modules)."""
 
-UNIMPLEMENTED_INFO: Mapping[str, MetricInfo] = {
-    info.name: info
-    for info in (
-        MetricInfo(
-            name="response_evaluation_score",
-            description="Coherence of the response, rated 1 to 5 by Vertex AI's evaluation.",
-            min_value=1.0,
-            max_value=5.0,
-            needs_expected=True,
-            needs_judge=True,
-        ),
-        MetricInfo(
-            name="multi_turn_task_success_v1",
-            description="Whether the agent achieved the goals of the whole conversation "
-            "(Vertex AI).",
-            needs_judge=True,
-        ),
-        MetricInfo(
-            name="multi_turn_trajectory_quality_v1",
-            description="Quality of the path the agent took through the whole conversation, "
-            "not only whether it succeeded (Vertex AI).",
-            needs_judge=True,
-        ),
-        MetricInfo(
-            name="multi_turn_tool_use_quality_v1",
-            description="Quality of the tool calls made over the whole conversation (Vertex AI).",
-            needs_judge=True,
-        ),
-    )
-}
-"""What the metrics of ADK 2.13 that assay knows but does not score yet measure."""
 
 APPLIES_TO: Mapping[str, CaseKind] = {
     "tool_trajectory_avg_score": "conversation",
     "response_match_score": "conversation",
     "final_response_match_v2": "conversation",
+    "response_evaluation_score": "conversation",
     "per_turn_user_simulator_quality_v1": "scenario",
 }
 """The built-in metrics that apply to one kind of case only: those comparing against expected

@@ -7,12 +7,14 @@ user prompt and the final response, answering ``safe`` (1.0) or ``unsafe`` (0.0)
 the mean over invocations with a score; an invocation without final response text is
 NOT_EVALUATED, with that reason.
 
-Vertex AI, as ADK does it, is opt-in: set ``ASSAY_SAFETY_BACKEND=vertex`` with the ``assay[vertex]``
-extra installed (google-cloud-aiplatform[evaluation]) and either ``GOOGLE_CLOUD_PROJECT`` and
-``GOOGLE_CLOUD_LOCATION`` or ``GOOGLE_API_KEY`` set. Each invocation is then one row (``prompt``,
-``reference``, ``response``; an empty response is sent too, as ADK does) sent to the SAFETY
-metric in its own call, and its score is the row's mean score. If the opt-in cannot be honoured, the metric is NOT_EVALUATED and says why; it
-never falls back silently.
+Vertex AI, as ADK does it, is opt-in: set ``ASSAY_SAFETY_BACKEND=vertex`` (or name ``safety_v1``
+in ``ASSAY_VERTEX_METRICS``, see :mod:`assay.metrics.vertex`; ``ASSAY_SAFETY_BACKEND``, when set,
+wins) with the ``assay[vertex]`` extra installed (google-cloud-aiplatform[evaluation]) and either
+``GOOGLE_CLOUD_PROJECT`` and ``GOOGLE_CLOUD_LOCATION`` or ``GOOGLE_API_KEY`` set. Each invocation
+is then one row (``prompt``, ``reference``, ``response``; an empty response is sent too, as ADK
+does) sent to the SAFETY metric in its own call, and its score is the row's mean score. If the
+opt-in cannot be honoured, the metric is NOT_EVALUATED and says why; it never falls back
+silently.
 
 A score of exactly 0.0 is a FAILED invocation and counts in the mean, as in ADK 2.13 (ADK 1.x
 tested ``if score:`` and reported an unsafe answer as NOT_EVALUATED).
@@ -21,9 +23,6 @@ tested ``if score:`` and reported an unsafe answer as NOT_EVALUATED).
 from __future__ import annotations
 
 import asyncio
-import importlib
-import importlib.util
-import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -36,7 +35,7 @@ from assay.evalset.content import content_text
 from assay.evalset.invocation import Invocation
 from assay.llm.base import LlmRequest, TokenUsage
 from assay.llm.judge import Judge
-from assay.llm.redact import redact
+from assay.metrics import vertex as vertex_ai
 from assay.metrics.base import (
     MetricInfo,
     MetricResult,
@@ -50,9 +49,10 @@ from assay.metrics.notes import InvocationNotes, JudgeSample, MetricNotes
 from assay.metrics.prompts import safety as prompts
 
 BACKEND_VARIABLE = "ASSAY_SAFETY_BACKEND"
-"""The environment variable that picks the backend: ``judge`` (the default) or ``vertex``."""
+"""The environment variable that picks the backend: ``judge`` or ``vertex``; when it is unset,
+``ASSAY_VERTEX_METRICS`` decides (see :mod:`assay.metrics.vertex`)."""
 
-VERTEX_MODEL = "vertex-ai:safety_v1"
+VERTEX_MODEL = vertex_ai.model_name("safety_v1")
 """What the notes name as the judge when Vertex AI scores."""
 
 Backend = Literal["judge", "vertex"]
@@ -87,14 +87,9 @@ def _verdict(verdict: str) -> Parsed[str]:
 
 # --------------------------------------------------------------------------- Vertex AI
 
-
-@dataclass(frozen=True)
-class SafetyRow:
-    """One invocation as Vertex AI's SAFETY metric reads it."""
-
-    prompt: str
-    reference: str | None
-    response: str
+SafetyRow = vertex_ai.Row
+"""One invocation as Vertex AI's SAFETY metric reads it (``prompt``, ``reference``,
+``response``)."""
 
 
 @dataclass(frozen=True)
@@ -112,30 +107,22 @@ VertexScorer = Callable[[Sequence[SafetyRow]], Sequence[RowScore]]
 
 def vertex_sdk_installed() -> bool:
     """Whether the ``assay[vertex]`` extra (the Vertex AI SDK and pandas) can be imported."""
-    return all(importlib.util.find_spec(name) is not None for name in ("vertexai", "pandas"))
+    return vertex_ai.sdk_installed()
 
 
 def vertex_unavailable_reason(env: Mapping[str, str], *, sdk_installed: bool) -> str | None:
     """Why Vertex AI cannot score here (what to install or set), or None if it can."""
-    if not sdk_installed:
-        return (
-            f"{BACKEND_VARIABLE}=vertex needs the Vertex AI SDK: pip install 'assay[vertex]' "
-            "(google-cloud-aiplatform[evaluation])"
-        )
-    if env.get("GOOGLE_API_KEY"):
-        return None
-    project, location = env.get("GOOGLE_CLOUD_PROJECT"), env.get("GOOGLE_CLOUD_LOCATION")
-    if project and location:
-        return None
-    missing = [
-        name
-        for name, value in (("GOOGLE_CLOUD_PROJECT", project), ("GOOGLE_CLOUD_LOCATION", location))
-        if not value
-    ]
-    return (
-        f"{BACKEND_VARIABLE}=vertex needs {' and '.join(missing)} set (or GOOGLE_API_KEY), "
-        "and Google Cloud credentials"
+    return vertex_ai.unavailable_reason(
+        env, opt_in=f"{BACKEND_VARIABLE}=vertex", sdk_installed=sdk_installed
     )
+
+
+def _safety_metric(vertexai: Any) -> Any:
+    return vertexai.types.PrebuiltMetric.SAFETY(version="v1")
+
+
+def _row_score(score: vertex_ai.VertexScore) -> RowScore:
+    return RowScore(score.score, reason=score.reason, explanation=score.explanation)
 
 
 def vertex_safety_scores(
@@ -146,67 +133,14 @@ def vertex_safety_scores(
     Imports the SDK only when called; ``client`` (default: one built from ``env``) has
     ``evals.evaluate``. A call that fails gives that row a reason, not a score.
     """
-    pandas: Any = importlib.import_module("pandas")
-    vertexai: Any = importlib.import_module("vertexai")
-    if client is None:
-        client = _vertex_client(env)
-    metric = vertexai.types.PrebuiltMetric.SAFETY(version="v1")
-    scores = []
-    for row in rows:
-        frame = pandas.DataFrame(
-            [{"prompt": row.prompt, "reference": row.reference, "response": row.response}]
-        )
-        dataset = vertexai.types.EvaluationDataset(eval_dataset_df=frame)
-        try:
-            result = client.evals.evaluate(dataset=dataset, metrics=[metric])
-        except Exception as exc:  # the SDK raises many kinds; each becomes this row's reason
-            scores.append(RowScore(None, reason=f"Vertex AI call failed: {_describe(exc)}"))
-            continue
-        scores.append(row_score(result))
-    return scores
-
-
-def _vertex_client(env: Mapping[str, str]) -> Any:
-    # google-cloud-aiplatform 2.x ships ``agentplatform`` (the client ADK 2.13 uses); older
-    # releases only ``vertexai``. Both clients have ``evals.evaluate``.
-    sdk: Any
-    try:
-        sdk = importlib.import_module("agentplatform")
-    except ImportError:
-        sdk = importlib.import_module("vertexai")
-    if env.get("GOOGLE_API_KEY"):
-        return sdk.Client(api_key=env["GOOGLE_API_KEY"])
-    return sdk.Client(project=env["GOOGLE_CLOUD_PROJECT"], location=env["GOOGLE_CLOUD_LOCATION"])
+    scored = vertex_ai.score_rows(rows, env, _safety_metric, sdk_client=client)
+    return [_row_score(score) for score in scored]
 
 
 def row_score(result: object) -> RowScore:
     """A Vertex AI evaluation result read as ADK reads it: the first summary metric's mean
     score when it is a number (not NaN), plus the metric's explanation or error message."""
-    explanation, error = _explanation(result)
-    summary = getattr(result, "summary_metrics", None)
-    mean: object = getattr(summary[0], "mean_score", None) if summary else None
-    if isinstance(mean, int | float) and not isinstance(mean, bool) and not math.isnan(mean):
-        return RowScore(float(mean), explanation=explanation)
-    reason = f"Vertex AI gave no score: {error}" if error else "Vertex AI gave no score"
-    return RowScore(None, reason=reason, explanation=explanation)
-
-
-def _explanation(result: object) -> tuple[str | None, str | None]:
-    explanation = error = None
-    for case in getattr(result, "eval_case_results", None) or []:
-        for candidate in getattr(case, "response_candidate_results", None) or []:
-            by_metric = getattr(candidate, "metric_results", None)
-            for metric_result in by_metric.values() if isinstance(by_metric, dict) else []:
-                explanation = explanation or getattr(metric_result, "explanation", None)
-                error = error or getattr(metric_result, "error_message", None)
-    return (
-        str(explanation) if explanation else None,
-        str(error) if error else None,
-    )
-
-
-def _describe(exc: BaseException) -> str:
-    return redact(f"{type(exc).__name__}: {exc}")
+    return _row_score(vertex_ai.read_result(result))
 
 
 # --------------------------------------------------------------------------- the metric
@@ -219,15 +153,6 @@ class _Outcome:
     usage: TokenUsage
 
 
-def _choose_backend(env: Mapping[str, str]) -> tuple[Backend, str | None]:
-    value = env.get(BACKEND_VARIABLE, "").strip().lower()
-    if value in ("", "judge"):
-        return "judge", None
-    if value == "vertex":
-        return "vertex", None
-    return "judge", f"{BACKEND_VARIABLE} must be 'judge' or 'vertex', not {value!r}"
-
-
 class SafetyMetric:
     """Scores the harmlessness of each final response (1.0 safe, 0.0 unsafe), averaged."""
 
@@ -238,6 +163,7 @@ class SafetyMetric:
             "1.0 safe, 0.0 unsafe, averaged."
         ),
         needs_judge=True,
+        source="vertex",
     )
 
     def __init__(
@@ -253,10 +179,16 @@ class SafetyMetric:
         self.criterion = criterion
         self.judge = judge
         self._env = dict(os.environ if env is None else env)
-        self.backend, self._unavailable = _choose_backend(self._env)
-        if self.backend == "vertex":
+        self._choice = vertex_ai.choose_backend(
+            self._env, self.info.name, legacy_variable=BACKEND_VARIABLE
+        )
+        self.backend: Backend = "vertex" if self._choice.vertex else "judge"
+        self._unavailable = self._choice.problem
+        if self._choice.vertex:
             installed = vertex is not None or vertex_sdk_installed()
-            self._unavailable = vertex_unavailable_reason(self._env, sdk_installed=installed)
+            self._unavailable = vertex_ai.unavailable_reason(
+                self._env, opt_in=self._choice.opt_in, sdk_installed=installed
+            )
         self._vertex = vertex or (lambda rows: vertex_safety_scores(rows, self._env))
 
     def request(self, invocation: Invocation) -> LlmRequest:
@@ -332,7 +264,8 @@ class SafetyMetric:
         try:
             scored = list(await asyncio.to_thread(self._vertex, rows))
         except Exception as exc:  # an SDK or credentials failure: every row is unscored
-            return [RowScore(None, reason=f"Vertex AI failed: {_describe(exc)}") for _ in rows]
+            reason = f"Vertex AI failed: {vertex_ai.describe(exc)}"
+            return [RowScore(None, reason=reason) for _ in rows]
         if len(scored) != len(rows):
             reason = f"Vertex AI returned {len(scored)} scores for {len(rows)} rows"
             return [RowScore(None, reason=reason) for _ in rows]
@@ -364,7 +297,7 @@ class SafetyMetric:
         vertex = self.backend == "vertex" and self._unavailable is None
         notes = MetricNotes(
             judge_model=VERTEX_MODEL if vertex else self.judge.model,
-            judge_source=BACKEND_VARIABLE if vertex else self.judge.source,
+            judge_source=self._choice.variable if vertex else self.judge.source,
             usage=usage,
             per_invocation=[outcome.notes for outcome in outcomes],
         )

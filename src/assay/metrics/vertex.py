@@ -1,0 +1,379 @@
+"""Vertex AI's Gen AI evaluation service, called as google-adk 2.13 calls it: the opt-in path of
+the metrics ADK hands to Vertex (``safety_v1``, ``response_evaluation_score`` and the three
+``multi_turn_*_v1`` metrics), which assay otherwise scores with its own judge.
+
+**Opting in.** ``ASSAY_VERTEX_METRICS`` names the metrics Vertex AI scores, separated by commas
+or spaces, or ``all``; a name that is not one of :data:`VERTEX_METRIC_NAMES` is a mistake that
+leaves every one of them NOT_EVALUATED with the reason, never a silent fallback to the judge.
+``ASSAY_SAFETY_BACKEND`` (``judge`` or ``vertex``), the older switch, still decides ``safety_v1``
+when it is set. Vertex needs the ``assay[vertex]`` extra (google-cloud-aiplatform[evaluation])
+and either ``GOOGLE_CLOUD_PROJECT`` and ``GOOGLE_CLOUD_LOCATION`` or ``GOOGLE_API_KEY``: without
+them an opted-in metric is NOT_EVALUATED and says what is missing.
+
+**Calls.** Single-turn metrics send one row (``prompt``, ``reference``, ``response``) per call
+(:func:`score_rows`); the multi-turn ones send the whole conversation once as ``AgentData``
+(:func:`agent_data`, :func:`score_agent_data`): one turn per invocation holding the user's
+message (author ``user``), every recorded event that has content (its own author), and the final
+response (author ``agent``), plus each agent's id, instructions and tool declarations, the first
+time an agent appears. Static intermediate data (``tool_uses``) is not sent, as in ADK.
+
+**Results** are read as ADK reads them (:func:`read_result`): the score is the first summary
+metric's ``mean_score`` when it is a number and not NaN; each rubric verdict becomes a
+:class:`~assay.evalset.rubric.RubricScore` named by the rubric's description (else its id, else
+``rubric_<n>``), 1.0 when the verdict is set and 0.0 when it is not; the metric's explanation and
+error message follow as the ``explanation`` and ``error`` entries, which carry only a rationale.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.evalset.content import Content, JsonObject
+from assay.evalset.invocation import Invocation, InvocationEvents
+from assay.evalset.rubric import RubricScore
+from assay.llm.redact import redact
+
+VERTEX_METRICS_VARIABLE = "ASSAY_VERTEX_METRICS"
+"""The environment variable naming the metrics Vertex AI scores (or ``all``)."""
+
+ALL = "all"
+
+VERTEX_METRIC_NAMES = (
+    "safety_v1",
+    "response_evaluation_score",
+    "multi_turn_task_success_v1",
+    "multi_turn_trajectory_quality_v1",
+    "multi_turn_tool_use_quality_v1",
+)
+"""The metrics ADK 2.13 hands to Vertex AI, which ``ASSAY_VERTEX_METRICS`` may name."""
+
+EXPLANATION_RUBRIC_ID = "explanation"
+"""The rubric id of the entry carrying the metric's overall explanation (as ADK names it)."""
+
+ERROR_RUBRIC_ID = "error"
+"""The rubric id of the entry carrying the error Vertex AI reported (as ADK names it)."""
+
+VertexMetric = Callable[[Any], Any]
+"""Picks the SDK's metric object from the ``vertexai`` module (``PrebuiltMetric.SAFETY(...)``)."""
+
+
+def model_name(metric: str) -> str:
+    """What the notes name as the judge when Vertex AI scores ``metric``."""
+    return f"vertex-ai:{metric}"
+
+
+# --------------------------------------------------------------------------- opting in
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Who scores a metric: Vertex AI (``vertex``) or the judge. ``variable`` is the environment
+    variable that chose Vertex and ``opt_in`` how it was set (for messages); ``problem`` is a
+    setting that cannot be read, which leaves the metric NOT_EVALUATED."""
+
+    vertex: bool
+    variable: str | None = None
+    opt_in: str = ""
+    problem: str | None = None
+
+
+_SEPARATORS = re.compile(r"[\s,]+")
+
+
+def choose_backend(
+    env: Mapping[str, str], metric: str, *, legacy_variable: str | None = None
+) -> Backend:
+    """The backend of ``metric``: ``legacy_variable`` (``judge`` or ``vertex``) when set, else
+    whether ``ASSAY_VERTEX_METRICS`` names the metric or ``all``."""
+    if legacy_variable is not None:
+        value = env.get(legacy_variable, "").strip().lower()
+        if value == "vertex":
+            return Backend(True, legacy_variable, f"{legacy_variable}=vertex")
+        if value == "judge":
+            return Backend(False)
+        if value:
+            return Backend(
+                False, problem=f"{legacy_variable} must be 'judge' or 'vertex', not {value!r}"
+            )
+    raw = env.get(VERTEX_METRICS_VARIABLE, "").strip()
+    names = [name for name in _SEPARATORS.split(raw.lower()) if name]
+    unknown = [name for name in names if name != ALL and name not in VERTEX_METRIC_NAMES]
+    if unknown:
+        listed = ", ".join(repr(name) for name in unknown)
+        return Backend(
+            False,
+            problem=(
+                f"{VERTEX_METRICS_VARIABLE} names {listed}, which Vertex AI cannot score; it takes "
+                f"'{ALL}' or a comma-separated list of: {', '.join(VERTEX_METRIC_NAMES)}"
+            ),
+        )
+    if ALL in names or metric in names:
+        return Backend(True, VERTEX_METRICS_VARIABLE, f"{VERTEX_METRICS_VARIABLE}={raw}")
+    return Backend(False)
+
+
+def sdk_installed() -> bool:
+    """Whether the ``assay[vertex]`` extra (the Vertex AI SDK and pandas) can be imported."""
+    return all(importlib.util.find_spec(name) is not None for name in ("vertexai", "pandas"))
+
+
+def unavailable_reason(env: Mapping[str, str], *, opt_in: str, sdk_installed: bool) -> str | None:
+    """Why Vertex AI cannot score here (what to install or set), or None if it can. ``opt_in``
+    names the setting that asked for it (``ASSAY_VERTEX_METRICS=all``)."""
+    if not sdk_installed:
+        return (
+            f"{opt_in} needs the Vertex AI SDK: pip install 'assay[vertex]' "
+            "(google-cloud-aiplatform[evaluation])"
+        )
+    if env.get("GOOGLE_API_KEY"):
+        return None
+    project, location = env.get("GOOGLE_CLOUD_PROJECT"), env.get("GOOGLE_CLOUD_LOCATION")
+    if project and location:
+        return None
+    missing = [
+        name
+        for name, value in (("GOOGLE_CLOUD_PROJECT", project), ("GOOGLE_CLOUD_LOCATION", location))
+        if not value
+    ]
+    return (
+        f"{opt_in} needs {' and '.join(missing)} set (or GOOGLE_API_KEY), "
+        "and Google Cloud credentials"
+    )
+
+
+def client(env: Mapping[str, str]) -> Any:
+    """The SDK client ADK 2.13 builds: ``agentplatform.Client`` (google-cloud-aiplatform 2.x),
+    else ``vertexai.Client``; by API key when one is set, else by project and location."""
+    sdk: Any
+    try:
+        sdk = importlib.import_module("agentplatform")
+    except ImportError:
+        sdk = importlib.import_module("vertexai")
+    if env.get("GOOGLE_API_KEY"):
+        return sdk.Client(api_key=env["GOOGLE_API_KEY"])
+    return sdk.Client(project=env["GOOGLE_CLOUD_PROJECT"], location=env["GOOGLE_CLOUD_LOCATION"])
+
+
+def describe(exc: BaseException) -> str:
+    """An exception in words, with secrets (keys, tokens) masked."""
+    return redact(f"{type(exc).__name__}: {exc}")
+
+
+# --------------------------------------------------------------------------- reading a result
+
+
+@dataclass(frozen=True)
+class Row:
+    """One invocation as a single-turn Vertex metric reads it."""
+
+    prompt: str
+    reference: str | None
+    response: str
+
+
+@dataclass(frozen=True)
+class VertexScore:
+    """Vertex AI's answer for one row or conversation: a score, or the reason there is none,
+    with the explanation and the rubric scores as ADK keeps them (None when there are none)."""
+
+    score: float | None
+    reason: str | None = None
+    explanation: str | None = None
+    rubric_scores: list[RubricScore] | None = field(default=None)
+
+
+def _metric_results(result: object) -> list[object]:
+    out: list[object] = []
+    for case in getattr(result, "eval_case_results", None) or []:
+        for candidate in getattr(case, "response_candidate_results", None) or []:
+            by_metric = getattr(candidate, "metric_results", None)
+            if isinstance(by_metric, dict):
+                out.extend(by_metric.values())
+    return out
+
+
+def _verdict_score(index: int, verdict: object) -> RubricScore:
+    rubric = getattr(verdict, "evaluated_rubric", None)
+    prop = getattr(getattr(rubric, "content", None), "property", None)
+    description = getattr(prop, "description", None)
+    rubric_id = description or getattr(rubric, "rubric_id", None) or f"rubric_{index}"
+    reasoning = getattr(verdict, "reasoning", None)
+    return RubricScore(
+        rubric_id=str(rubric_id),
+        rationale=str(reasoning) if reasoning else None,
+        score=1.0 if getattr(verdict, "verdict", None) else 0.0,  # unset when not met
+    )
+
+
+def read_result(result: object) -> VertexScore:
+    """A Vertex AI evaluation result read as ADK 2.13 reads it (see the module's docstring)."""
+    rubric_scores: list[RubricScore] = []
+    explanation = error = None
+    for metric_result in _metric_results(result):
+        verdicts = getattr(metric_result, "rubric_verdicts", None) or []
+        rubric_scores += [_verdict_score(i, v) for i, v in enumerate(verdicts)]
+        said = getattr(metric_result, "explanation", None)
+        if said:
+            explanation = explanation or str(said)
+            rubric_scores.append(RubricScore(rubric_id=EXPLANATION_RUBRIC_ID, rationale=str(said)))
+        failed = getattr(metric_result, "error_message", None)
+        if failed:
+            error = error or str(failed)
+            rubric_scores.append(RubricScore(rubric_id=ERROR_RUBRIC_ID, rationale=str(failed)))
+    summary = getattr(result, "summary_metrics", None)
+    mean: object = (
+        getattr(summary[0], "mean_score", None)
+        if isinstance(summary, Sequence) and summary
+        else None
+    )
+    scores = rubric_scores or None
+    if isinstance(mean, int | float) and not isinstance(mean, bool) and not math.isnan(mean):
+        return VertexScore(float(mean), explanation=explanation, rubric_scores=scores)
+    reason = f"Vertex AI gave no score: {error}" if error else "Vertex AI gave no score"
+    return VertexScore(None, reason=reason, explanation=explanation, rubric_scores=scores)
+
+
+# --------------------------------------------------------------------------- single-turn rows
+
+
+def score_rows(
+    rows: Sequence[Row], env: Mapping[str, str], metric: VertexMetric, *, sdk_client: Any = None
+) -> list[VertexScore]:
+    """Score each row with ``metric`` in its own call, as ADK's single-turn facade does.
+
+    Imports the SDK only when called; ``sdk_client`` (default: :func:`client`) has
+    ``evals.evaluate``. A call that fails gives that row a reason, not a score.
+    """
+    pandas: Any = importlib.import_module("pandas")
+    vertexai: Any = importlib.import_module("vertexai")
+    if sdk_client is None:
+        sdk_client = client(env)
+    chosen = metric(vertexai)
+    scores = []
+    for row in rows:
+        frame = pandas.DataFrame(
+            [{"prompt": row.prompt, "reference": row.reference, "response": row.response}]
+        )
+        dataset = vertexai.types.EvaluationDataset(eval_dataset_df=frame)
+        try:
+            result = sdk_client.evals.evaluate(dataset=dataset, metrics=[chosen])
+        except Exception as exc:  # the SDK raises many kinds; each becomes this row's reason
+            scores.append(VertexScore(None, reason=f"Vertex AI call failed: {describe(exc)}"))
+            continue
+        scores.append(read_result(result))
+    return scores
+
+
+# --------------------------------------------------------------------------- a whole conversation
+
+
+@dataclass(frozen=True)
+class AgentEventData:
+    """One event of a turn: its author and its content as genai JSON (None when it has none)."""
+
+    author: str
+    content: JsonObject | None
+
+
+@dataclass(frozen=True)
+class TurnData:
+    """One invocation as a ``ConversationTurn``."""
+
+    turn_index: int
+    turn_id: str
+    events: list[AgentEventData]
+
+
+@dataclass(frozen=True)
+class AgentConfigData:
+    """One agent as an ``AgentConfig``: its id, instructions and tool declarations."""
+
+    agent_id: str
+    instruction: str
+    tools: list[Any]
+
+
+@dataclass(frozen=True)
+class AgentData:
+    """The conversation as Vertex AI's ``AgentData``: the agents by name, and the turns."""
+
+    agents: dict[str, AgentConfigData]
+    turns: list[TurnData]
+
+
+def _json(content: Content | None) -> JsonObject | None:
+    return None if content is None else content.model_dump(mode="json", exclude_none=True)
+
+
+def agent_data(invocations: Sequence[Invocation]) -> AgentData:
+    """The conversation as ADK 2.13's multi-turn facade builds it (see the module's docstring)."""
+    agents: dict[str, AgentConfigData] = {}
+    for invocation in invocations:
+        details = invocation.app_details.agent_details if invocation.app_details else {}
+        for name, agent in details.items():
+            if name not in agents:
+                agents[name] = AgentConfigData(
+                    agent.name, agent.instructions, list(agent.tool_declarations)
+                )
+    turns = []
+    for index, invocation in enumerate(invocations):
+        events = [AgentEventData("user", _json(invocation.user_content))]
+        data = invocation.intermediate_data
+        if isinstance(data, InvocationEvents):
+            events += [
+                AgentEventData(event.author, _json(event.content))
+                for event in data.invocation_events
+                if event.content is not None
+            ]
+        events.append(AgentEventData("agent", _json(invocation.final_response)))
+        turns.append(TurnData(index, invocation.invocation_id, events))
+    return AgentData(agents, turns)
+
+
+def sdk_agent_data(vertexai: Any, data: AgentData) -> Any:
+    """``data`` as the SDK's ``types.evals.AgentData``."""
+    evals = vertexai.types.evals
+    return evals.AgentData(
+        agents={
+            name: evals.AgentConfig(
+                agent_id=agent.agent_id, instruction=agent.instruction, tools=agent.tools
+            )
+            for name, agent in data.agents.items()
+        },
+        turns=[
+            evals.ConversationTurn(
+                turn_index=turn.turn_index,
+                events=[
+                    evals.AgentEvent(author=event.author, content=event.content)
+                    for event in turn.events
+                ],
+                turn_id=turn.turn_id,
+            )
+            for turn in data.turns
+        ],
+    )
+
+
+def score_agent_data(
+    data: AgentData, env: Mapping[str, str], metric: VertexMetric, *, sdk_client: Any = None
+) -> VertexScore:
+    """Score a whole conversation with ``metric`` in one call, as ADK's multi-turn facade does.
+
+    Imports the SDK only when called; a call that fails gives a reason, not a score.
+    """
+    vertexai: Any = importlib.import_module("vertexai")
+    if sdk_client is None:
+        sdk_client = client(env)
+    case = vertexai.types.EvalCase(agent_data=sdk_agent_data(vertexai, data))
+    dataset = vertexai.types.EvaluationDataset(eval_cases=[case])
+    try:
+        result = sdk_client.evals.evaluate(dataset=dataset, metrics=[metric(vertexai)])
+    except Exception as exc:  # the SDK raises many kinds; each becomes the reason
+        return VertexScore(None, reason=f"Vertex AI call failed: {describe(exc)}")
+    return read_result(result)
