@@ -147,6 +147,14 @@ def test_an_adk_custom_metric_runs_from_the_eval_sets_folder_beside_a_broken_one
     }
     tone = rows(json.loads(out.read_text()), "tone")
     assert {status for _, status, _ in tone.values()} == {3}  # NOT_EVALUATED, every case
+    # each row names its function, as ADK's rows do
+    first = json.loads(out.read_text())["eval_case_results"][0]
+    named = {
+        r["metric_name"]: r.get("custom_function_path")
+        for r in first["overall_eval_metric_results"]
+    }
+    assert named["eur"] == f"{name}.mentions_eur" and named["tone"] == f"{name}.raises"
+    assert named["tool_call_count_v1"] is None  # a built-in metric names none
 
 
 def test_a_custom_metric_written_with_assays_types_runs_without_google_adk(

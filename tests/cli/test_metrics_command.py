@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from _support import RunCli
 
-from assay.config import default_config
-from assay.metrics.registry import default_registry
+from assay.config import CRITERION_TYPES, INFORMATIONAL_METRICS, default_config
+from assay.metrics.registry import MetricRegistry, default_registry
+from assay.metrics.rouge import ResponseMatchMetric
 
 KEYS = [
     "name",
@@ -49,15 +50,14 @@ def table(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, columns: int) -> str
 # --- JSON -------------------------------------------------------------------------------------
 
 
-def test_json_lists_every_registered_metric_then_those_not_implemented(run_cli: RunCli) -> None:
+def test_json_lists_every_metric_adk_knows_as_implemented(run_cli: RunCli) -> None:
     registry = default_registry()
 
     metrics = listed(run_cli)
 
-    assert [m["name"] for m in metrics] == registry.names() + registry.unimplemented()
-    assert {m["name"] for m in metrics if m["implemented"]} == set(registry.names())
-    assert {m["name"] for m in metrics if not m["implemented"]} == set(registry.unimplemented())
-    assert registry.unimplemented()  # ADK 2.13's multi-turn metrics, say
+    assert [m["name"] for m in metrics] == registry.names()
+    assert set(CRITERION_TYPES) | set(INFORMATIONAL_METRICS) <= {m["name"] for m in metrics}
+    assert all(m["implemented"] for m in metrics)
     assert all(list(m) == KEYS for m in metrics)
     assert all(isinstance(m["description"], str) and m["description"] for m in metrics)
 
@@ -91,8 +91,17 @@ def test_json_facts_of_known_metrics(run_cli: RunCli) -> None:
         False,
     )
     assert metrics["final_response_match_v2"]["needs_reference"] is True
-    assert metrics["multi_turn_task_success_v1"]["implemented"] is False
     assert metrics["rubric_based_multi_turn_trajectory_quality_v1"]["takes_rubrics"] is True
+    vertex = {m for m, facts in metrics.items() if facts["source"] == "vertex"}
+    assert vertex == {
+        "safety_v1",
+        "response_evaluation_score",
+        "multi_turn_task_success_v1",
+        "multi_turn_trajectory_quality_v1",
+        "multi_turn_tool_use_quality_v1",
+    }
+    assert all(metrics[m]["needs_judge"] for m in vertex)
+    assert metrics["response_evaluation_score"]["needs_reference"] is True
 
 
 def test_json_default_thresholds_are_the_default_configs(run_cli: RunCli) -> None:
@@ -174,16 +183,21 @@ def test_the_table_says_what_each_metric_needs_and_its_threshold(
         "ADK · rubrics · judge · threshold required"
     )
     assert tags("token_usage_v1") == "ADK · informational"
+    assert tags("safety_v1") == "Vertex · judge · threshold required"
+    assert tags("response_evaluation_score") == "Vertex · reference · judge · threshold required"
 
 
-def test_the_metrics_not_implemented_yet_are_listed_apart(
+def test_a_registry_lacking_metrics_lists_them_apart(
     run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    out = table(run_cli, monkeypatch, 80)
-    heading = out.index("known, not implemented yet")
-    registry = default_registry()
+    registry = MetricRegistry()
+    registry.register("response_match_score", lambda c: ResponseMatchMetric(c))
+    monkeypatch.setattr("assay.cli.metrics.default_registry", lambda: registry)
 
-    assert all(out.index(f"\n{name} ") < heading for name in registry.names())
+    out = table(run_cli, monkeypatch, 80)
+
+    heading = out.index("known, not implemented yet")
+    assert out.index("\nresponse_match_score ") < heading
     assert all(out.index(f"\n{name} ") > heading for name in registry.unimplemented())
 
 

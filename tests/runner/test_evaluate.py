@@ -116,12 +116,12 @@ def test_a_case_whose_trace_has_the_wrong_number_of_invocations_is_not_evaluated
     ]
 
 
-def test_an_unimplemented_known_metric_is_not_evaluated_as_not_implemented_yet(
+def test_a_known_metric_the_registry_lacks_is_not_evaluated_as_not_implemented_yet(
     loaded: LoadedEvalSet, traces: Traces
 ) -> None:
     config = parse_config({"criteria": {"multi_turn_task_success_v1": 0.8}})
 
-    [result] = evaluate_sync([EvalSetJob(loaded, config)], traces)
+    [result] = evaluate_sync([EvalSetJob(loaded, config)], traces, registry=MetricRegistry())
 
     for case in result.eval_case_results:
         [judge] = [

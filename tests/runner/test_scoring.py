@@ -13,7 +13,7 @@ from assay.config import BaseCriterion, parse_config
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
 from assay.metrics.base import EvalStatus, MetricInfo, MetricResult, PerInvocationResult
-from assay.metrics.registry import default_registry
+from assay.metrics.registry import MetricRegistry, default_registry
 from assay.results.model import EvalCaseResult
 from assay.runner.scoring import ConfiguredMetric, case_status, score_case
 
@@ -348,9 +348,14 @@ def test_a_case_with_no_actual_invocations_is_not_evaluated_for_the_reason_given
     assert [m.threshold for m in result.overall_eval_metric_results] == [1.0, 0.5]
 
 
-def test_an_unimplemented_known_metric_is_not_evaluated_as_not_implemented_yet() -> None:
+def test_a_known_metric_the_registry_lacks_is_not_evaluated_as_not_implemented_yet() -> None:
     case = make_case(invocation("a", answer="hello there"))
-    metrics = builtin({"multi_turn_task_success_v1": 0.8, "response_match_score": 0.5})
+    config = parse_config({"criteria": {"multi_turn_task_success_v1": 0.8}})
+    lacking = MetricRegistry()  # a registry of one's own, without ADK's multi-turn metrics
+    metrics = [
+        ConfiguredMetric(name, criterion, lacking.create(name, criterion))
+        for name, criterion in config.criteria.items()
+    ] + builtin({"response_match_score": 0.5})
 
     result = score(case, actual_of(case), metrics)
 

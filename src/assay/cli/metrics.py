@@ -119,8 +119,9 @@ def metrics_command(as_json: bool) -> None:
     """List every metric assay knows: what it measures, whether it needs a reference, rubrics
     or an LLM judge, and its default threshold.
 
-    The metrics ADK 2.13 has that assay does not score yet are listed after the others (a
-    config may name them; they score NOT_EVALUATED). --json prints a JSON list instead, one
+    Every metric google-adk 2.13 knows is scored; each says whose definition it follows (ADK's
+    own computation, or Vertex AI's, scored by any judge). A custom metric is a function the
+    config names under custom_metrics (see the README). --json prints a JSON list instead, one
     object per metric with the keys name, description, needs_reference, takes_rubrics,
     needs_judge, source (adk, vertex or custom), informational, default_threshold (null:
     none) and implemented.

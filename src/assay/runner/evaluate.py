@@ -152,7 +152,11 @@ def configured_metrics(
         adk_name = name in CRITERION_TYPES or name in INFORMATIONAL_METRICS
         if declared is not None and (adk_name or not registry.is_registered(name)):
             built = custom_metric(name, criterion, declared, eval_set_folder=eval_set_folder)
-            metrics.append(ConfiguredMetric(name, criterion, built))
+            metrics.append(
+                ConfiguredMetric(
+                    name, criterion, built, custom_function_path=declared.code_config.name
+                )
+            )
             continue
         metric = registry.create(name, criterion, recording)
         judge_model = recording.judge_model(name) if recording is not None else None

@@ -42,19 +42,21 @@ class ConfiguredMetric:
     """The judge that scores it (:func:`~assay.llm.selection.judged_model`), written into the
     criterion of each of its rows as ``judge_model_options.judge_model``; None (no judge) keeps
     the criterion as configured."""
+    custom_function_path: str | None = None
+    """A custom metric's function (``code_config.name``), which its rows name as ADK's do."""
 
     @cached_property
-    def head(self) -> tuple[str, float | None, dict[str, Any] | None, None]:
+    def head(self) -> tuple[str, float | None, dict[str, Any] | None, str | None]:
         """What each of its result rows says of it: name, threshold, criterion (as JSON, naming
-        the judge that scores it), and no custom function."""
+        the judge that scores it), and a custom metric's function."""
         criterion = self.criterion
         if criterion is None:
-            return (self.name, None, None, None)
+            return (self.name, None, None, self.custom_function_path)
         dumped = criterion.model_dump(mode="json")
         options = dumped.get("judge_model_options")
         if self.judge_model is not None and isinstance(options, dict):
             dumped["judge_model_options"] = {**options, "judge_model": self.judge_model}
-        return (self.name, criterion.threshold, dumped, None)
+        return (self.name, criterion.threshold, dumped, self.custom_function_path)
 
     def not_applicable(self, case: EvalCase) -> str | None:
         """Why the metric does not apply to ``case``, or None when it does."""
@@ -101,12 +103,13 @@ def _metric_row(
     rubric_scores: object = None,
     details: dict[str, object] | None = None,
 ) -> EvalMetricResult:
-    name, threshold, criterion, _ = configured.head
+    name, threshold, criterion, function = configured.head
     extra = dict(details or {})
     return EvalMetricResult(
         metric_name=name,
         threshold=threshold,
         criterion=criterion,
+        custom_function_path=function,
         score=score,
         eval_status=status,
         details=EvalMetricResultDetails.model_validate({"rubric_scores": rubric_scores, **extra}),
