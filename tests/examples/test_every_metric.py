@@ -90,9 +90,18 @@ def _scored_where_they_apply(cases: dict[str, dict[str, Any]]) -> None:
 def test_the_cli_scores_every_metric_on_the_multi_turn_cases(
     run_cli: RunCli, example: Example, tmp_path: Path, judge_env: JudgeServer
 ) -> None:
-    out = tmp_path / "results.json"
+    out, html = tmp_path / "results.json", tmp_path / "report.html"
     run = run_cli(
-        "eval", example.evalset, "--traces", example.traces, "--config", CONFIG, "--output", out
+        "eval",
+        example.evalset,
+        "--traces",
+        example.traces,
+        "--config",
+        CONFIG,
+        "--output",
+        out,
+        "--html",
+        html,
     )
 
     assert "Traceback" not in run.output and "not implemented" not in run.output
@@ -104,6 +113,10 @@ def test_the_cli_scores_every_metric_on_the_multi_turn_cases(
     assert custom["score"] == 1.0  # the booking's confirmation code reaches the user
     coherence = _rows(cases[STATIC_MULTI_TURN])["response_evaluation_score"]
     assert coherence["score"] == 5.0 and coherence["threshold"] == 3.0  # rated 1 to 5
+    # the report shows each new metric's detail: the conversation rubrics' verdicts, the rating
+    page = html.read_text(encoding="utf-8")
+    assert "confirms_the_booking" in page and "instructions_followed" in page
+    assert "5 (completely coherent)" in page
     # every judge request of the four conversation-level metrics shows the whole conversation
     conversation = [
         r.body["messages"][-1]["content"]

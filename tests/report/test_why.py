@@ -54,3 +54,17 @@ def test_a_failed_rows_why_gets_the_close_vote_after_it() -> None:
     assert text == (
         "score 0.0000 below the threshold 0.8000; turn 1: decided by one vote, 3 invalid to 2"
     )
+
+
+def test_a_custom_function_that_fails_a_score_above_the_threshold_is_said_to_have_decided() -> None:
+    case = EvalCaseResult(eval_id="c", final_eval_status=EvalStatus.FAILED)
+    row = EvalMetricResult(
+        metric_name="tone",
+        score=0.9,
+        threshold=0.5,
+        eval_status=EvalStatus.FAILED,
+        custom_function_path="my_metrics.tone",
+    )
+    assert why(case, row) == "my_metrics.tone returned FAILED (score 0.9000)"
+    below = row.model_copy(update={"score": 0.2})
+    assert why(case, below) == "score 0.2000 below the threshold 0.5000"

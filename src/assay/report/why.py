@@ -57,7 +57,10 @@ def why(case: EvalCaseResult, row: EvalMetricResult) -> str:
     else:
         text = _judged(case.assay.metrics.get(row.metric_name), failing)
     if not text and row.score is not None and row.threshold is not None:
-        text = f"score {row.score:.4f} below the threshold {row.threshold:.4f}"
+        if row.score < row.threshold:
+            text = f"score {row.score:.4f} below the threshold {row.threshold:.4f}"
+        elif row.custom_function_path:  # a custom function decides its own status, as in ADK
+            text = f"{row.custom_function_path} returned FAILED (score {row.score:.4f})"
     return cut(f"{text}; {close}" if text and close else text or close)
 
 
