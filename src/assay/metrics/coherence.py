@@ -165,13 +165,9 @@ class CoherenceMetric:
         self.criterion = criterion
         self.judge = judge
         self._env = dict(os.environ if env is None else env)
-        self._choice = vertex_ai.choose_backend(self._env, NAME)
-        self._unavailable = self._choice.problem
-        if self._choice.vertex:
-            installed = vertex is not None or vertex_ai.sdk_installed()
-            self._unavailable = vertex_ai.unavailable_reason(
-                self._env, opt_in=self._choice.opt_in, sdk_installed=installed
-            )
+        self._choice, self._unavailable = vertex_ai.settle(
+            self._env, NAME, scorer_given=vertex is not None
+        )
         self._vertex = vertex or self._vertex_call
 
     @property

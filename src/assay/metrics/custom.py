@@ -45,7 +45,6 @@ from typing import Any, ClassVar, cast
 from pydantic import ValidationError
 
 from assay.config import BaseCriterion, CustomMetricConfig
-from assay.custom import EvalMetric, as_data, as_details, as_status
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
 from assay.evalset.rubric import Rubric, RubricScore
@@ -58,6 +57,7 @@ from assay.metrics.base import (
     not_evaluated,
     paired_expected,
 )
+from assay.metrics.custom_types import EvalMetric, as_data, as_details, as_status
 from assay.metrics.registry import UnavailableMetric
 
 DEFAULT_TIMEOUT_S = 300.0

@@ -179,16 +179,14 @@ class SafetyMetric:
         self.criterion = criterion
         self.judge = judge
         self._env = dict(os.environ if env is None else env)
-        self._choice = vertex_ai.choose_backend(
-            self._env, self.info.name, legacy_variable=BACKEND_VARIABLE
+        self._choice, self._unavailable = vertex_ai.settle(
+            self._env,
+            self.info.name,
+            scorer_given=vertex is not None,
+            legacy_variable=BACKEND_VARIABLE,
+            sdk_check=vertex_sdk_installed,
         )
         self.backend: Backend = "vertex" if self._choice.vertex else "judge"
-        self._unavailable = self._choice.problem
-        if self._choice.vertex:
-            installed = vertex is not None or vertex_sdk_installed()
-            self._unavailable = vertex_ai.unavailable_reason(
-                self._env, opt_in=self._choice.opt_in, sdk_installed=installed
-            )
         self._vertex = vertex or (lambda rows: vertex_safety_scores(rows, self._env))
 
     def request(self, invocation: Invocation) -> LlmRequest:

@@ -123,6 +123,24 @@ def sdk_installed() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("vertexai", "pandas"))
 
 
+def settle(
+    env: Mapping[str, str],
+    metric: str,
+    *,
+    scorer_given: bool,
+    legacy_variable: str | None = None,
+    sdk_check: Callable[[], bool] | None = None,
+) -> tuple[Backend, str | None]:
+    """``metric``'s backend (:func:`choose_backend`) and why it cannot be used here (None: it
+    can). A ``scorer_given`` in place of the Vertex AI call needs no SDK; ``sdk_check`` (default
+    :func:`sdk_installed`) says whether the SDK is there."""
+    choice = choose_backend(env, metric, legacy_variable=legacy_variable)
+    if not choice.vertex:
+        return choice, choice.problem
+    installed = scorer_given or (sdk_check or sdk_installed)()
+    return choice, unavailable_reason(env, opt_in=choice.opt_in, sdk_installed=installed)
+
+
 def unavailable_reason(env: Mapping[str, str], *, opt_in: str, sdk_installed: bool) -> str | None:
     """Why Vertex AI cannot score here (what to install or set), or None if it can. ``opt_in``
     names the setting that asked for it (``ASSAY_VERTEX_METRICS=all``)."""
