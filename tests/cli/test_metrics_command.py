@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from _support import RunCli
 
+from assay.cli.metrics import SOURCE_TAGS
 from assay.config import CRITERION_TYPES, INFORMATIONAL_METRICS, default_config
 from assay.metrics.registry import MetricRegistry, default_registry
 from assay.metrics.rouge import ResponseMatchMetric
@@ -209,3 +211,21 @@ def test_a_wide_console_gives_each_description_its_line(
     assert (
         "Fraction of invocations whose tool calls match the expected ones (EXACT, IN_ORDER" in out
     )
+
+
+def test_the_readme_lists_every_metric_with_its_source_and_judge() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("| metric | source | needs | judge |", 1)[1].split("\n\n", 1)[0]
+    rows = {
+        name: line
+        for line in table.splitlines()
+        if line.startswith("| `")
+        for name in re.findall(r"`([a-z0-9_]+)`", line.split("|")[1])
+    }
+    for entry in default_registry().catalog():
+        info = entry.info
+        row = rows[info.name]
+        source = row.split("|")[2].strip()
+        judge = row.split("|")[4].strip()
+        assert source.startswith(SOURCE_TAGS[info.source]), info.name
+        assert (judge != "none") == info.needs_judge, info.name
