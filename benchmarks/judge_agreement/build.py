@@ -11,7 +11,10 @@ Reads ``items.yaml`` and every ``set/*.yaml`` beside this script (the items form
   case; a scenario case for simulator items;
 * ``traces.json``: the actual invocations of every case, in the ``--traces`` format (what
   ``assay eval --save-traces`` writes);
-* ``test_config.json``: the six judged criteria, threshold 0.5, one judge sample;
+* ``test_config.json``: the eleven judged criteria, one judge sample; threshold 0.5 where no
+  verdict depends on it, 0.8 for the three ``multi_turn_*_v1`` (their verdict is the score
+  against it) and 3 for ``response_evaluation_score`` (the mean rating; a turn's verdict is
+  its rating >= 3);
 * ``fit.labels.yaml`` and ``test.labels.yaml``: the human labels (the format of
   :mod:`assay.agreement.labels`), split into a half to fit judges on and a half held out;
 * ``README.md``: what the files are and the counts.
@@ -41,13 +44,17 @@ from assay.evalset import EvalSet, Invocation, write_eval_set
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # labelled.py, when loaded by path
 from labelled import (
     ALL_CRITERIA,
+    COHERENCE,
+    CONVERSATION_CRITERIA,
     HALLUCINATIONS,
     ITEMS,
+    RUBRIC_MULTI_TURN,
     RUBRIC_RESPONSE,
     RUBRIC_TOOLS,
     SIMULATOR,
     THRESHOLD,
     V2,
+    ConvItem,
     Item,
     SimItem,
     load_items,
@@ -67,6 +74,10 @@ FIT = "fit"
 TEST = "test"
 HALVES = (FIT, TEST)
 NUM_SAMPLES = 1
+CONVERSATION_THRESHOLD = 0.8
+"""The ``multi_turn_*_v1`` criteria pass at a score (the share of their five rubrics met) of
+0.8: at most one rubric unmet. The judge's verdict on a conversation is that pass or fail."""
+COHERENCE_THRESHOLD = 3.0
 COMMAND = ".venv/bin/python benchmarks/judge_agreement/build.py"
 
 # --------------------------------------------------------------------------- the items
@@ -77,7 +88,7 @@ class Entry:
     """One item with its criterion and where it came from."""
 
     criterion: str
-    item: Item | SimItem
+    item: Item | SimItem | ConvItem
     source: str
     """The items file's name (``items.yaml``, ``set/hal.yaml``, ...)."""
     old: bool
@@ -93,6 +104,8 @@ class Entry:
         item = self.item
         if isinstance(item, SimItem):
             return [(None, item.label)]
+        if isinstance(item, ConvItem) and item.label is not None:
+            return [(None, item.label)]
         if item.rubrics is not None:
             return [(rubric_id(n), r.verdict) for n, r in enumerate(item.rubrics, 1)]
         return [(None, item.label == ALL_CRITERIA[self.criterion].positive)]
@@ -100,7 +113,7 @@ class Entry:
     def stratum(self) -> tuple[str, str, bool]:
         """The group the split balances: criterion, label, English or not."""
         verdicts = [positive for _, positive in self.verdicts()]
-        if isinstance(self.item, Item) and self.item.rubrics is not None:
+        if not isinstance(self.item, SimItem) and self.item.rubrics is not None:
             label = f"{verdicts.count(True)} yes, {verdicts.count(False)} no"
         else:
             label = "positive" if verdicts[0] else "negative"
@@ -158,7 +171,11 @@ def labels_of(entry: Entry) -> list[dict[str, Any]]:
     """The item's labels in the labels-file format, one per labelled unit."""
     criterion = ALL_CRITERIA[entry.criterion]
     item = entry.item
-    turn = item.labelled_turn if isinstance(item, SimItem) else 1
+    turn = 1
+    if isinstance(item, SimItem):
+        turn = item.labelled_turn
+    elif isinstance(item, ConvItem):
+        turn = len(item.turns)  # judged once on the whole conversation: its last turn
     out = []
     for rubric, positive in entry.verdicts():
         label: dict[str, Any] = {"case": item.id, "invocation": turn, "criterion": entry.criterion}
@@ -181,7 +198,8 @@ def _judged(extra: dict[str, Any] | None = None) -> dict[str, Any]:
 
 def config() -> dict[str, Any]:
     """``test_config.json``: every labelled criterion, as ``run.py`` scores them (threshold
-    0.5; no verdict depends on it). Rubrics are on the cases, so the rubric criteria have none."""
+    0.5 where no verdict depends on it; see :data:`CONVERSATION_THRESHOLD` and
+    :data:`COHERENCE_THRESHOLD`). Rubrics are on the cases, so the rubric criteria have none."""
     return {
         "criteria": {
             V2: _judged(),
@@ -190,6 +208,13 @@ def config() -> dict[str, Any]:
             HALLUCINATIONS: _judged({"evaluate_intermediate_nl_responses": False}),
             "safety_v1": {"threshold": THRESHOLD},
             SIMULATOR: _judged({"stop_signal": "</finished>"}),
+            RUBRIC_MULTI_TURN: _judged(),
+            **{
+                name: {"threshold": CONVERSATION_THRESHOLD}
+                for name in CONVERSATION_CRITERIA
+                if name != RUBRIC_MULTI_TURN
+            },
+            COHERENCE: {"threshold": COHERENCE_THRESHOLD},
         }
     }
 
@@ -291,15 +316,16 @@ and run
 
 | file | what it is |
 | --- | --- |
-| `{eval_set}` | eval set `{eval_set_id}`: one case per item, `eval_id` = the item's id. A `final_response_match_v2` case's conversation is the reference; the other static cases hold the answer itself; rubric items carry their rubrics on the case (ids `r1`, `r2`, ... with the criterion's rubric type); simulator items are scenario cases (starting prompt, conversation plan). |
-| `{traces}` | the recorded run the labels are on (`--traces` format): per case, the actual invocations (the prompt, the tool calls and their responses as invocation events, the tool declarations and instructions as app details, the answer); a simulator item's turns, one invocation each. |
-| `{config}` | the six judged criteria, threshold 0.5, one judge sample; `hallucinations_v1` without intermediate responses, `per_turn_user_simulator_quality_v1` with the stop signal `</finished>`. |
+| `{eval_set}` | eval set `{eval_set_id}`: one case per item, `eval_id` = the item's id. A `final_response_match_v2` case's conversation is the reference; the other static cases hold the answer itself; rubric items carry their rubrics on the case (ids `r1`, `r2`, ... with the criterion's rubric type); simulator items are scenario cases (starting prompt, conversation plan); conversation items (the four criteria judged on the whole conversation) are static cases of several turns. |
+| `{traces}` | the recorded run the labels are on (`--traces` format): per case, the actual invocations (the prompt, the tool calls and their responses as invocation events, the tool declarations and instructions as app details, the answer); a simulator item's or a conversation item's turns, one invocation each. |
+| `{config}` | the eleven judged criteria, one judge sample; threshold 0.5 where no verdict depends on it, {conversation_threshold} for the three `multi_turn_*_v1` (a conversation's verdict is its score against it) and {coherence_threshold:g} for `response_evaluation_score` (a turn's verdict is its rating >= 3); `hallucinations_v1` without intermediate responses, `per_turn_user_simulator_quality_v1` with the stop signal `</finished>`. |
 | `fit.labels.yaml` | the labels to fit a judge on (prompts, thresholds): every item of `items.yaml` and about half of the `set/` items. |
 | `test.labels.yaml` | the held-out labels: the other half of the `set/` items. Measure a judge on them once it is fitted, and do not tune on them. |
 
 Each label is `{{case, invocation, criterion, label, reason}}` in the format of
-`assay.agreement.labels` (`invocation` is 1, or the labelled turn of a simulator item; rubric
-items have one label per rubric, with `rubric`; `reason` is the item's note).
+`assay.agreement.labels` (`invocation` is 1, the labelled turn of a simulator item, or the
+last turn of a conversation item; rubric items have one label per rubric, with `rubric`;
+`reason` is the item's note).
 `hallucinations_v1` labels are answer-level (`grounded` / `ungrounded`, no `sentence`). Score a
 half with
 
@@ -318,7 +344,7 @@ does.
 
 ## Counts
 
-Items, and labels (+ positive: valid, yes, grounded, safe; - negative); a rubric item gives one
+Items, and labels (+ positive: valid, yes, grounded, safe, coherent; - negative); a rubric item gives one
 label per rubric. Items without `lang` (all of `items.yaml`) count as English, though a few of
 them are in Chinese, Japanese or Spanish.
 
@@ -333,6 +359,8 @@ def readme(rows: Sequence[Counts]) -> str:
         eval_set_id=EVAL_SET_ID,
         traces=TRACES_FILE,
         config=CONFIG_FILE,
+        conversation_threshold=CONVERSATION_THRESHOLD,
+        coherence_threshold=COHERENCE_THRESHOLD,
         table=table(rows),
     )
 

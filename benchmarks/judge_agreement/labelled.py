@@ -11,6 +11,14 @@ agent: a scenario (starting prompt, conversation plan), a conversation of severa
 human verdict on one turn's user message. :func:`to_case` makes them a scenario case and one
 actual invocation per turn. ``run.py`` does not score them; ``build.py`` writes them into the
 labelled eval set that ``assay judge agree`` scores.
+
+Items of the criteria judged once on the whole conversation (:data:`CONVERSATION_CRITERIA`:
+``rubric_based_multi_turn_trajectory_quality_v1`` and the three ``multi_turn_*_v1``) are
+:class:`ConvItem`: a conversation of several turns, each the user's message, the agent's tool
+calls and its reply, labelled on the last turn: per rubric (``rubrics``, the rubric criterion)
+or as a whole (``label``: the conversation meets the metric). ``response_evaluation_score``
+items are :class:`Item` (one turn) labelled ``coherent`` or ``incoherent``. ``run.py`` scores
+none of them.
 """
 
 from __future__ import annotations
@@ -43,6 +51,13 @@ RUBRIC_TOOLS = "rubric_based_tool_use_quality_v1"
 HALLUCINATIONS = "hallucinations_v1"
 SAFETY = "safety_v1"
 SIMULATOR = "per_turn_user_simulator_quality_v1"
+RUBRIC_MULTI_TURN = "rubric_based_multi_turn_trajectory_quality_v1"
+TASK_SUCCESS = "multi_turn_task_success_v1"
+TRAJECTORY = "multi_turn_trajectory_quality_v1"
+TOOL_USE = "multi_turn_tool_use_quality_v1"
+COHERENCE = "response_evaluation_score"
+CONVERSATION_CRITERIA = (RUBRIC_MULTI_TURN, TASK_SUCCESS, TRAJECTORY, TOOL_USE)
+"""The criteria judged once on the whole conversation; their items are :class:`ConvItem`."""
 
 LANG = r"^[a-z]{2,3}$"
 """An item's language: an ISO 639 code (``en``, ``de``, ``zh``, ...)."""
@@ -50,6 +65,7 @@ LANG = r"^[a-z]{2,3}$"
 RUBRIC_TYPES = {
     RUBRIC_RESPONSE: "FINAL_RESPONSE_QUALITY",
     RUBRIC_TOOLS: "TOOL_USE_QUALITY",
+    RUBRIC_MULTI_TURN: "TRAJECTORY_QUALITY",
 }
 """The ``type`` a rubric on a case has, by criterion (it picks the metric that asks about it)."""
 
@@ -170,6 +186,36 @@ class SimItem(_Strict):
         return self
 
 
+class ConvTurn(_Strict):
+    """One turn of a labelled conversation: the user's message, the agent's tool calls (with
+    what each tool answered) and its reply."""
+
+    user: str
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    agent: str
+
+
+class ConvItem(_Strict):
+    """A labelled conversation (one of :data:`CONVERSATION_CRITERIA`), judged as a whole and
+    labelled on its last turn: per rubric (``rubrics``, for the rubric criterion) or as a whole
+    (``label``: whether the conversation meets the metric; YAML reads yes/no as booleans)."""
+
+    id: str
+    note: str | None = None
+    lang: str = Field(default="en", pattern=LANG)
+    instructions: str | None = None
+    tools: list[Tool] | None = None
+    turns: list[ConvTurn] = Field(min_length=2)
+    label: bool | None = None
+    rubrics: list[RubricLabel] | None = None
+
+    @model_validator(mode="after")
+    def _labelled_once(self) -> ConvItem:
+        if (self.label is None) == (self.rubrics is None):
+            raise ValueError(f"{self.id}: give either 'label' or 'rubrics'")
+        return self
+
+
 CRITERIA: dict[str, Criterion] = {
     c.name: c
     for c in (
@@ -183,7 +229,19 @@ CRITERIA: dict[str, Criterion] = {
 """The criteria whose items are :class:`Item` (the ones ``run.py`` scores)."""
 
 SIMULATOR_CRITERION = Criterion(SIMULATOR, "yes", "no", needs_answer=False)
-ALL_CRITERIA: dict[str, Criterion] = {**CRITERIA, SIMULATOR: SIMULATOR_CRITERION}
+COHERENCE_CRITERION = Criterion(COHERENCE, "coherent", "incoherent")
+CONVERSATION: dict[str, Criterion] = {
+    RUBRIC_MULTI_TURN: Criterion(RUBRIC_MULTI_TURN, "yes", "no", rubric=True),
+    TASK_SUCCESS: Criterion(TASK_SUCCESS, "yes", "no"),
+    TRAJECTORY: Criterion(TRAJECTORY, "yes", "no"),
+    TOOL_USE: Criterion(TOOL_USE, "yes", "no"),
+}
+ALL_CRITERIA: dict[str, Criterion] = {
+    **CRITERIA,
+    SIMULATOR: SIMULATOR_CRITERION,
+    **CONVERSATION,
+    COHERENCE: COHERENCE_CRITERION,
+}
 """Every criterion an items file may hold, in the order of the file's keys."""
 
 
@@ -196,12 +254,25 @@ class ItemFile(_Strict):
     hallucinations_v1: list[Item] = Field(default_factory=list)
     safety_v1: list[Item] = Field(default_factory=list)
     per_turn_user_simulator_quality_v1: list[SimItem] = Field(default_factory=list)
+    rubric_based_multi_turn_trajectory_quality_v1: list[ConvItem] = Field(default_factory=list)
+    multi_turn_task_success_v1: list[ConvItem] = Field(default_factory=list)
+    multi_turn_trajectory_quality_v1: list[ConvItem] = Field(default_factory=list)
+    multi_turn_tool_use_quality_v1: list[ConvItem] = Field(default_factory=list)
+    response_evaluation_score: list[Item] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _complete_and_unique(self) -> ItemFile:
         for name, criterion in CRITERIA.items():
             for item in self.items(name):
                 criterion.check(item)
+        for item in self.response_evaluation_score:
+            COHERENCE_CRITERION.check(item)
+        for name in CONVERSATION_CRITERIA:
+            rubric = CONVERSATION[name].rubric
+            for conv in self.conversations(name):
+                if rubric != (conv.rubrics is not None):
+                    need = "'rubrics', no 'label'" if rubric else "a 'label', no 'rubrics'"
+                    raise ValueError(f"{conv.id}: a {name} item has {need}")
         seen: set[str] = set()
         for _, any_item in self.all_items():
             if any_item.id in seen:
@@ -221,12 +292,21 @@ class ItemFile(_Strict):
         """The items of ``per_turn_user_simulator_quality_v1``."""
         return self.per_turn_user_simulator_quality_v1
 
-    def all_items(self) -> list[tuple[str, Item | SimItem]]:
+    def conversations(self, criterion: str) -> list[ConvItem]:
+        """The items of one of :data:`CONVERSATION_CRITERIA`."""
+        if criterion not in CONVERSATION:
+            raise KeyError(f"{criterion} items are not conversations")
+        items: list[ConvItem] = getattr(self, criterion)
+        return items
+
+    def all_items(self) -> list[tuple[str, Item | SimItem | ConvItem]]:
         """Every item with its criterion, in the order of :data:`ALL_CRITERIA`."""
-        found: list[tuple[str, Item | SimItem]] = [
+        found: list[tuple[str, Item | SimItem | ConvItem]] = [
             (name, item) for name in CRITERIA for item in self.items(name)
         ]
         found.extend((SIMULATOR, item) for item in self.simulator_items)
+        found.extend((name, conv) for name in CONVERSATION for conv in self.conversations(name))
+        found.extend((COHERENCE, item) for item in self.response_evaluation_score)
         return found
 
 
@@ -277,10 +357,10 @@ def declared_tools(item: Item) -> list[Tool]:
     return list(tools.values())
 
 
-def _events(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+def _events(calls: Sequence[ToolCall], turn: int | None = None) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     for n, call in enumerate(calls, 1):
-        call_id = f"call-{n}"
+        call_id = f"call-{n}" if turn is None else f"call-{turn}-{n}"
         response = call.response if isinstance(call.response, dict) else {"result": call.response}
         function_call = {"id": call_id, "name": call.name, "args": call.args}
         function_response = {"id": call_id, "name": call.name, "response": response}
@@ -311,12 +391,12 @@ def to_case(
 
 @overload
 def to_case(
-    item: SimItem, criterion: str | None = None
+    item: SimItem | ConvItem, criterion: str | None = None
 ) -> tuple[list[Invocation], None, EvalCase]: ...
 
 
 def to_case(
-    item: Item | SimItem, criterion: str | None = None
+    item: Item | SimItem | ConvItem, criterion: str | None = None
 ) -> tuple[Invocation | list[Invocation], Invocation | None, EvalCase]:
     """The item as an actual invocation, an expected one (v2 items only) and its case.
 
@@ -328,12 +408,11 @@ def to_case(
     """
     if isinstance(item, SimItem):
         return _simulated(item), None, _scenario_case(item)
-    declarations = [_declaration(t) for t in declared_tools(item)]
-    agent = {
-        "name": AGENT,
-        "instructions": item.instructions or "",
-        "tool_declarations": [{"function_declarations": declarations}] if declarations else [],
-    }
+    if isinstance(item, ConvItem):
+        turns = _conversation(item)
+        rubrics = _rubrics(item.rubrics, RUBRIC_TYPES.get(criterion or ""))
+        return turns, None, EvalCase(eval_id=item.id, conversation=turns, rubrics=rubrics)
+    agent = _agent(item.instructions, declared_tools(item))
     actual = Invocation.model_validate(
         {
             "invocation_id": item.id,
@@ -352,19 +431,57 @@ def to_case(
                 "final_response": _text("model", item.reference),
             }
         )
-    rubric_type = RUBRIC_TYPES.get(criterion or "")
-    rubrics = None
-    if rubric_type is not None and item.rubrics:
-        rubrics = [
-            Rubric(
-                rubric_id=rubric_id(n),
-                rubric_content=RubricContent(text_property=r.text),
-                type=rubric_type,
-            )
-            for n, r in enumerate(item.rubrics, 1)
-        ]
+    rubrics = _rubrics(item.rubrics, RUBRIC_TYPES.get(criterion or ""))
     case = EvalCase(eval_id=item.id, conversation=[expected or actual], rubrics=rubrics)
     return actual, expected, case
+
+
+def _agent(instructions: str | None, tools: Sequence[Tool]) -> dict[str, Any]:
+    declarations = [_declaration(t) for t in tools]
+    return {
+        "name": AGENT,
+        "instructions": instructions or "",
+        "tool_declarations": [{"function_declarations": declarations}] if declarations else [],
+    }
+
+
+def _rubrics(labelled: list[RubricLabel] | None, rubric_type: str | None) -> list[Rubric] | None:
+    """The item's rubrics on its case, with the criterion's rubric type (None: not a rubric
+    criterion, or no rubrics)."""
+    if rubric_type is None or not labelled:
+        return None
+    return [
+        Rubric(
+            rubric_id=rubric_id(n),
+            rubric_content=RubricContent(text_property=r.text),
+            type=rubric_type,
+        )
+        for n, r in enumerate(labelled, 1)
+    ]
+
+
+def conversation_tools(item: ConvItem) -> list[Tool]:
+    """The item's tools; when it declares none, each called tool with the arguments it got."""
+    if item.tools is not None:
+        return item.tools
+    calls = [call for turn in item.turns for call in turn.tool_calls]
+    return declared_tools(Item(id=item.id, prompt="", tool_calls=calls))
+
+
+def _conversation(item: ConvItem) -> list[Invocation]:
+    agent = _agent(item.instructions, conversation_tools(item))
+    return [
+        Invocation.model_validate(
+            {
+                "invocation_id": f"{item.id}-{n}",
+                "user_content": _text("user", turn.user),
+                "final_response": _text("model", turn.agent),
+                "intermediate_data": {"invocation_events": _events(turn.tool_calls, n)},
+                "app_details": {"agent_details": {AGENT: agent}},
+            }
+        )
+        for n, turn in enumerate(item.turns, 1)
+    ]
 
 
 def _simulated(item: SimItem) -> list[Invocation]:

@@ -4,24 +4,39 @@ judge, and compare the judge's labels with people's.
 Each labelled criterion is scored, as ``assay eval --traces`` scores it (the same metric class,
 judge pool, retries and cache), on the cases labelled for it only; the judge's label of each
 unit is then read off the results: a turn's score (``final_response_match_v2``, ``safety_v1``,
-``per_turn_user_simulator_quality_v1``, a hallucinations answer), a rubric's score in that turn,
-or the label the fact-check gave a sentence. A unit the judge gave no label for (a failed call,
+``per_turn_user_simulator_quality_v1``, a hallucinations answer; ``response_evaluation_score``'s
+rating against :data:`~assay.agreement.labels.COHERENT_RATING`), a rubric's score in that turn
+(on the last turn for ``rubric_based_multi_turn_trajectory_quality_v1``), the conversation's
+score against the criterion's threshold (the ``multi_turn_*_v1`` criteria), or the label the
+fact-check gave a sentence. A unit the judge gave no label for (a failed call,
 an unreadable answer, a sentence it did not find) is kept, counted as a disagreement, and
 listed with why. Beside each label the judge's probability of the positive label is kept where
 its backend gives one (else the share of its samples that voted positive): what ``assay judge
-align`` fits a threshold on.
+align`` fits a threshold on. For a conversation scored against a threshold that probability is
+the chance that enough of its rubrics are met (each rubric's P(yes), taken as independent); for a
+coherence rating, the probability of a rating of 3 or more.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assay.agreement.labels import ANSWER_LABELS, Label, LabelledRun, label_set, turn_index
+from assay.agreement.labels import (
+    ANSWER_LABELS,
+    COHERENCE,
+    COHERENT_RATING,
+    CONVERSATION_SCORES,
+    Label,
+    LabelledRun,
+    label_set,
+    turn_index,
+)
 from assay.agreement.stats import Agreement, agreement
 from assay.config import EvalConfig, LlmAsAJudgeCriterion
 from assay.llm.base import Choice, TokenUsage
@@ -39,9 +54,15 @@ DECISIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "hallucinations_v1": ("label", ("supported", "not_applicable")),
     "safety_v1": ("verdict", ("safe",)),
     "per_turn_user_simulator_quality_v1": ("is_valid", ("true",)),
+    "rubric_based_multi_turn_trajectory_quality_v1": ("verdict", ("yes",)),
+    "multi_turn_task_success_v1": ("verdict", ("yes",)),
+    "multi_turn_trajectory_quality_v1": ("verdict", ("yes",)),
+    "multi_turn_tool_use_quality_v1": ("verdict", ("yes",)),
+    COHERENCE: ("rating", tuple(str(n) for n in range(COHERENT_RATING, 6))),
 }
 """Per criterion, the key of the judge's closed choice that holds its verdict, and the options
-of that choice that are the positive label."""
+of that choice that are the positive label. For :data:`~assay.agreement.labels.CONVERSATION_SCORES`
+it is each rubric's verdict: the label is decided over all of them."""
 
 
 @dataclass(frozen=True)
@@ -211,12 +232,24 @@ def _judged(run: LabelledRun, label: Label, case: EvalCaseResult | None) -> Comp
     if found.score is None:
         return Compared(label, None, reason or "the judge gave no verdict")
     positive, negative = label_set(label.criterion, sentence=False)[:2]
-    threshold = 0.5 if label.criterion == "safety_v1" else 1.0
+    threshold = decision_threshold(run, label.criterion)
     said = positive if found.score >= threshold else negative
     if label.criterion in ANSWER_LABELS:
         return Compared(label, said, _first_unsupported(notes), _answer_probability(notes))
-    probability, by_votes = _unit_probability(label.criterion, notes)
+    if label.criterion in CONVERSATION_SCORES:
+        probability, by_votes = _share_probability(notes, found.score, threshold)
+        return Compared(label, said, _unmet(notes), probability, by_votes)
+    probability, by_votes = _unit_probability(label.criterion, notes, threshold)
     return Compared(label, said, _rationale(notes), probability, by_votes)
+
+
+def decision_threshold(run: LabelledRun, criterion: str) -> float:
+    """The least score of a turn (or conversation) that is the judge's positive label."""
+    if criterion in CONVERSATION_SCORES:
+        return run.config.criteria[criterion].threshold
+    if criterion == COHERENCE:
+        return float(COHERENT_RATING)
+    return 0.5 if criterion == "safety_v1" else 1.0
 
 
 def _notes(
@@ -234,7 +267,7 @@ def _rationale(notes: InvocationNotes | None) -> str:
     for sample in notes.samples if notes else []:
         if sample.text:
             for obj in json_objects(sample.text):
-                for key in ("reasoning", "rationale"):
+                for key in ("reasoning", "rationale", "explanation"):
                     if isinstance(obj.get(key), str) and obj[key]:
                         return str(obj[key])
     return ""
@@ -248,9 +281,12 @@ def _is_field(criterion: str, choice: Choice) -> bool:
     return choice.path.rsplit(".", 1)[-1] == DECISIONS[criterion][0]
 
 
-def _unit_probability(criterion: str, notes: InvocationNotes | None) -> tuple[float | None, bool]:
+def _unit_probability(
+    criterion: str, notes: InvocationNotes | None, threshold: float = 1.0
+) -> tuple[float | None, bool]:
     """The mean over samples of the probability of the positive label of the verdict (the last
-    choice of the verdict's key), or, with no probabilities, the share of positive votes."""
+    choice of the verdict's key), or, with no probabilities, the share of positive votes (a
+    sample's score at least ``threshold``)."""
     samples = notes.samples if notes else []
     values = []
     for sample in samples:
@@ -259,14 +295,51 @@ def _unit_probability(criterion: str, notes: InvocationNotes | None) -> tuple[fl
             values.append(_positive_mass(criterion, verdicts[-1]))
     if values:
         return statistics.fmean(values), False
-    return _vote_share(samples), True
+    return _vote_share(samples, threshold), True
 
 
-def _vote_share(samples: Sequence[JudgeSample]) -> float | None:
+def _vote_share(samples: Sequence[JudgeSample], threshold: float = 1.0) -> float | None:
     scored = [s.score for s in samples if s.score is not None]
     if not scored:
         return None
-    return sum(1 for s in scored if s >= 1.0) / len(scored)
+    return sum(1 for s in scored if s >= threshold) / len(scored)
+
+
+def at_least(probabilities: Sequence[float], count: int) -> float:
+    """The probability that at least ``count`` of independent events of these probabilities
+    happen (the Poisson binomial tail)."""
+    ways = [1.0]  # ways[k]: the probability that exactly k happened so far
+    for p in probabilities:
+        ways = [
+            (ways[k] if k < len(ways) else 0.0) * (1 - p) + (ways[k - 1] * p if k else 0.0)
+            for k in range(len(ways) + 1)
+        ]
+    return min(1.0, max(0.0, sum(ways[max(count, 0) :])))
+
+
+def _share_probability(
+    notes: InvocationNotes | None, score: float, threshold: float
+) -> tuple[float | None, bool]:
+    """A conversation scored as the share of its rubrics met: the probability that the share
+    reaches ``threshold``, from each rubric's P(yes) (its verdict's choice), or, without
+    probabilities, 1 or 0 as the score does (one sample: the vote)."""
+    for sample in notes.samples if notes else []:
+        verdicts = [c for c in sample.choices or [] if c.path.endswith("].verdict")]
+        if verdicts:
+            needed = math.ceil(threshold * len(verdicts) - 1e-9)
+            return at_least([c.probability("yes") for c in verdicts], needed), False
+    return (1.0 if score >= threshold else 0.0), True
+
+
+def _unmet(notes: InvocationNotes | None) -> str:
+    """The rubrics the judge found unmet, with its rationale, or how many it found met."""
+    details = notes.details if notes is not None and notes.details else {}
+    rows = list(details.get("rubrics") or [])
+    unmet = [r for r in rows if isinstance(r, dict) and r.get("verdict") == "no"]
+    if not unmet:
+        met = sum(1 for r in rows if isinstance(r, dict) and r.get("verdict") == "yes")
+        return f"{met} of {len(rows)} rubrics met" if rows else ""
+    return "; ".join(f"{r.get('rubric_id')}: {r.get('rationale') or 'no'}" for r in unmet)
 
 
 def _rubric_probability(notes: InvocationNotes | None, rubric: str) -> tuple[float | None, bool]:

@@ -9,6 +9,10 @@ range). "Before" is the judge as it decides unaided; "after" is measured on held
 the units are split into stratified folds, each fold's units are decided by the threshold
 fitted on the other folds, and the held-out decisions are pooled. The profile's threshold is
 then fitted on every unit.
+
+A profile re-decides the judge's choices one at a time (:mod:`assay.llm.profile`), so a criterion
+whose label is decided over several of them (the ``multi_turn_*_v1`` criteria: the share of
+rubrics met against the criterion's threshold) is fitted and reported but given no rule.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from assay.agreement.agree import DECISIONS, AgreeReport, Compared
-from assay.agreement.labels import label_set
+from assay.agreement.labels import CONVERSATION_SCORES, label_set
 from assay.agreement.stats import Agreement, agreement, cohen_kappa
 from assay.llm.profile import CriterionProfile, Exemplar, JudgeProfile
 
@@ -160,6 +164,13 @@ def _negative(compared: Sequence[Compared], positive: str) -> str:
     return next(label for label in labels if label != positive)
 
 
+NOT_PROFILED = (
+    "no rule is written to the profile: the judge's label here is decided over several rubric "
+    "verdicts (the share met against the criterion's threshold), and a profile decides one "
+    "verdict at a time; change the criterion's threshold in the config instead"
+)
+
+
 def align(
     report: AgreeReport,
     *,
@@ -180,8 +191,12 @@ def align(
         found = fit_criterion(name, units)
         if unaided is not None and name in unaided.by_criterion:
             found = dataclasses.replace(found, before=unaided.by_criterion[name])
+        if name in CONVERSATION_SCORES:
+            found = dataclasses.replace(found, notes=(*found.notes, NOT_PROFILED))
         fitted.append(found)
         if found.decision is None or found.threshold is None or not helps(found):
+            continue
+        if name in CONVERSATION_SCORES:
             continue
         key, positive = DECISIONS[name]
         criteria[name] = CriterionProfile(

@@ -51,9 +51,26 @@ PROMPT_MODULES: Mapping[str, str] = {
     "hallucinations_v1": "hallucinations",
     "safety_v1": "safety",
     "per_turn_user_simulator_quality_v1": "simulator_quality",
+    "rubric_based_multi_turn_trajectory_quality_v1": "rubric_multi_turn",
+    "multi_turn_task_success_v1": "multi_turn",
+    "multi_turn_trajectory_quality_v1": "multi_turn",
+    "multi_turn_tool_use_quality_v1": "multi_turn",
+    "response_evaluation_score": "coherence",
 }
 """Each judged criterion's module, the same name under :mod:`assay.metrics.prompts` (its
 prompts) and :mod:`assay.metrics` (its metric)."""
+
+ALSO_PROMPTED: Mapping[str, str] = {
+    "multi_turn_task_success_v1": "rubric_multi_turn",
+    "multi_turn_trajectory_quality_v1": "rubric_multi_turn",
+    "multi_turn_tool_use_quality_v1": "rubric_multi_turn",
+}
+"""Criteria whose judge is also asked with another criterion's prompts (the multi-turn metrics
+share the conversation judge's system message and layout)."""
+
+DECIDED_BY_THRESHOLD = frozenset(ALSO_PROMPTED)
+"""Criteria whose judge's label is its score against the criterion's threshold (people's labels
+are on the conversation): the threshold is part of what a card measured."""
 
 ProfileFor = Callable[[str, str], Mapping[str, Any] | None]
 """The judge-alignment profile entry applied to a criterion's judge (criterion, judge model),
@@ -80,6 +97,10 @@ def prompt_version(
     if module is not None:
         parts["prompts"] = _source(f"assay.metrics.prompts.{module}")
         parts["metric"] = _constants(f"assay.metrics.{module}")
+    if criterion_name in ALSO_PROMPTED:
+        parts["shared_prompts"] = _source(f"assay.metrics.prompts.{ALSO_PROMPTED[criterion_name]}")
+    if criterion_name in DECIDED_BY_THRESHOLD:
+        parts["threshold"] = criterion.threshold
     if profile is not None:
         parts["profile"] = profile
     text = json.dumps(

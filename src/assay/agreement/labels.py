@@ -19,8 +19,32 @@ relative to the labels file, and lists one label per judged unit. YAML or JSON::
 ``invocation`` is the turn's number from 1 or its ``invocation_id``; ``rubric`` (rubric criteria)
 is the id of a rubric that applies to that turn; ``sentence`` (hallucinations) is its number from
 1 in the answer as the judge splits it, or its text, so it can only be matched when the judge has
-run; without it, a hallucinations label is on the whole answer (``grounded``/``ungrounded``). Every other reference is checked here, all at once, each problem with the file and the JSON
+run; without it, a hallucinations label is on the whole answer (``grounded``/``ungrounded``).
+Every other reference is checked here, all at once, each problem with the file and the JSON
 path (:class:`~assay.errors.LabelsError`, exit 2).
+
+The criteria judged once on the whole conversation (:data:`LAST_TURN`) are labelled on the
+case's **last** turn, where the metric puts the conversation's score (a label on another turn is
+an error naming the last one):
+
+* ``rubric_based_multi_turn_trajectory_quality_v1``: per rubric, ``yes``/``no``, like the
+  single-turn rubric criteria; the rubric must be one the metric asks about for the case
+  (:meth:`~assay.metrics.rubric_multi_turn.RubricMultiTurnTrajectoryQualityMetric.last_rubrics`:
+  the criterion's, then the ``TRAJECTORY_QUALITY`` rubrics of the last turn, the case and the
+  last expected turn). The judge's label is its verdict on that rubric.
+* ``multi_turn_task_success_v1``, ``multi_turn_trajectory_quality_v1``,
+  ``multi_turn_tool_use_quality_v1``: per case, no ``rubric``: ``yes`` when the conversation
+  meets the metric (the task was achieved; the path was good; the tools were used well), else
+  ``no``. The judge's label is whether the conversation passes as the eval set's config sets it:
+  its score (the share of the metric's five fixed rubrics it found met) ``>=`` the criterion's
+  threshold. People label the conversation, not the five rubrics (which are assay's, not the
+  metric's definition), so the figure measures what ``assay eval`` reports, pass or fail.
+
+``response_evaluation_score`` is labelled per turn, ``coherent``/``incoherent``; the judge's
+label is ``coherent`` when its 1-5 rating of that turn is at least :data:`COHERENT_RATING` (3,
+"somewhat coherent"), whatever the criterion's threshold (which applies to the mean over the
+turns). Its case needs the expected invocations the metric pairs with the turns (a static
+conversation as long as the recorded run).
 """
 
 from __future__ import annotations
@@ -44,6 +68,12 @@ from assay.errors import (
 )
 from assay.evalset import EvalCase, Invocation, load_eval_set
 from assay.evalset.io import LoadedEvalSet
+from assay.llm.base import LlmRequest, LlmResponse
+from assay.llm.judge import Judge
+from assay.metrics.rubric_multi_turn import (
+    TRAJECTORY_QUALITY,
+    RubricMultiTurnTrajectoryQualityMetric,
+)
 from assay.metrics.rubrics import (
     FINAL_RESPONSE_QUALITY,
     TOOL_USE_QUALITY,
@@ -66,6 +96,11 @@ LABEL_SETS: dict[str, tuple[str, ...]] = {
     ),
     "safety_v1": ("safe", "unsafe"),
     "per_turn_user_simulator_quality_v1": ("yes", "no"),
+    "rubric_based_multi_turn_trajectory_quality_v1": ("yes", "no"),
+    "multi_turn_task_success_v1": ("yes", "no"),
+    "multi_turn_trajectory_quality_v1": ("yes", "no"),
+    "multi_turn_tool_use_quality_v1": ("yes", "no"),
+    "response_evaluation_score": ("coherent", "incoherent"),
 }
 """The labels a person may give per criterion; the first is the positive one."""
 
@@ -82,9 +117,23 @@ def label_set(criterion: str, *, sentence: bool = True) -> tuple[str, ...]:
     return LABEL_SETS[criterion]
 
 
+RUBRIC_MULTI_TURN = "rubric_based_multi_turn_trajectory_quality_v1"
+CONVERSATION_SCORES = (
+    "multi_turn_task_success_v1",
+    "multi_turn_trajectory_quality_v1",
+    "multi_turn_tool_use_quality_v1",
+)
+"""Criteria whose judge's label is the conversation's score against the criterion's threshold."""
+LAST_TURN = frozenset({RUBRIC_MULTI_TURN, *CONVERSATION_SCORES})
+"""Criteria judged once on the whole conversation, their result on its last turn."""
+COHERENCE = "response_evaluation_score"
+COHERENT_RATING = 3
+"""The least 1-5 rating that is the judge saying ``coherent``."""
+
 RUBRIC_TYPES = {
     "rubric_based_final_response_quality_v1": FINAL_RESPONSE_QUALITY,
     "rubric_based_tool_use_quality_v1": TOOL_USE_QUALITY,
+    RUBRIC_MULTI_TURN: TRAJECTORY_QUALITY,
 }
 
 
@@ -204,13 +253,46 @@ def _check(run: LabelledRun, index: int, label: Label) -> list[Problem]:
         shown = f" or one of its ids ({ids})" if ids else ""
         message = f"the case has {len(turns)} recorded turn(s): give 1 to {len(turns)}{shown}"
         return [*found, problem("invocation", message)]
-    if rubric_type is not None and label.rubric is not None:
+    return found + [
+        problem(key, message) for key, message in _at_turn(run, label, case, turns, turn)
+    ]
+
+
+def _at_turn(
+    run: LabelledRun, label: Label, case: EvalCase, turns: list[Invocation], turn: int
+) -> list[tuple[str, str]]:
+    """What is wrong with a label given its turn: ``(key, message)`` each."""
+    if label.criterion in LAST_TURN and turn != len(turns) - 1:
+        last = turns[-1].invocation_id
+        named = f" (or its id, {last})" if last else ""
+        message = (
+            f"{label.criterion} is judged once on the whole conversation, on its last turn: "
+            f"give {len(turns)}{named}"
+        )
+        return [("invocation", message)]
+    found = []
+    if label.criterion == COHERENCE and (
+        case.conversation is None or len(case.conversation) != len(turns)
+    ):
+        message = (
+            f"{COHERENCE} needs the case's expected invocations, one per recorded turn "
+            f"({len(turns)}); the case has {len(case.conversation or [])}"
+        )
+        found.append(("case", message))
+    rubric_type = RUBRIC_TYPES.get(label.criterion)
+    if rubric_type is None or label.rubric is None:
+        return found
+    if label.criterion == RUBRIC_MULTI_TURN:
+        rubrics = conversation_rubric_ids(run.config, case, turns)
+        where = "the conversation"
+    else:
         rubrics = _rubric_ids(run.config, label.criterion, case, turns, turn, rubric_type)
-        if label.rubric not in rubrics:
-            listed = ", ".join(rubrics) or "none"
-            found.append(
-                problem("rubric", f"no rubric '{label.rubric}' applies to this turn ({listed})")
-            )
+        where = "this turn"
+    if isinstance(rubrics, str):
+        found.append(("rubric", f"the metric cannot judge this case: {rubrics}"))
+    elif label.rubric not in rubrics:
+        listed = ", ".join(rubrics) or "none"
+        found.append(("rubric", f"no rubric '{label.rubric}' applies to {where} ({listed})"))
     return found
 
 
@@ -237,6 +319,31 @@ def _rubric_ids(
     merged = invocation_rubrics(turns[turn], case, paired)
     chosen = effective_rubrics(own, merged if isinstance(merged, list) else [], rubric_type)
     return [r.rubric_id for r in chosen] if isinstance(chosen, list) else []
+
+
+class _NoJudge:
+    """A judge client never called: the metric is built only to ask which rubrics it uses."""
+
+    model = "none"
+
+    async def generate(self, request: LlmRequest, *, sample: int = 0) -> LlmResponse:
+        raise AssertionError("no judge is called to check labels")
+
+
+def conversation_rubric_ids(
+    config: EvalConfig, case: EvalCase, turns: list[Invocation]
+) -> list[str] | str:
+    """The ids of the rubrics ``rubric_based_multi_turn_trajectory_quality_v1`` asks about for
+    the whole conversation, as the metric picks them; or why it cannot judge the case."""
+    configured = config.criteria.get(RUBRIC_MULTI_TURN)
+    criterion = (
+        configured
+        if isinstance(configured, RubricsBasedCriterion)
+        else RubricsBasedCriterion(threshold=configured.threshold if configured else 0.5)
+    )
+    metric = RubricMultiTurnTrajectoryQualityMetric(criterion, Judge(_NoJudge(), RUBRIC_MULTI_TURN))
+    chosen = metric.last_rubrics(turns, case.conversation, case)
+    return chosen if isinstance(chosen, str) else [r.rubric_id for r in chosen]
 
 
 def _repeated(file: Path, labels: list[Label]) -> list[Problem]:
