@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -131,12 +132,17 @@ def type_name(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file beside it, so a reader never sees
-    half a file; the temporary file is removed if writing fails (the OSError is raised)."""
+def write_atomically(path: Path, text: str | Iterable[str]) -> None:
+    """Write ``text`` (a string, or its pieces, written as they come) to ``path`` through a
+    temporary file beside it, so a reader never sees half a file; the temporary file is removed
+    if writing fails (the OSError is raised)."""
     tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        with tmp.open("w", encoding="utf-8") as out:
+            if isinstance(text, str):
+                out.write(text)
+            else:
+                out.writelines(text)
         tmp.replace(path)
     except OSError:
         with contextlib.suppress(OSError):

@@ -7,12 +7,10 @@ Exit codes: 0 every case passed, 1 a case failed or a configured metric was not 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 from warnings import catch_warnings, simplefilter
 
 import click
@@ -32,6 +30,7 @@ from assay.metrics.base import EvalStatus
 from assay.report.console import print_results
 from assay.report.progress import HEARTBEAT_S, RunProgress
 from assay.results.model import EvalCaseResult, EvalSetResult
+from assay.results.output import result_chunks
 from assay.results.traces import Traces, load_traces
 from assay.runner.agent_run import AgentSettings, recorded_inference, write_traces
 from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate_sync, summarize
@@ -40,12 +39,8 @@ from assay.runner.jobs import jobs_for
 
 
 def _write_output(path: Path, results: Sequence[EvalSetResult]) -> None:
-    payload: Any = [r.model_dump(mode="json", exclude_none=True) for r in results]
-    if len(results) == 1:
-        payload = payload[0]
-    text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
     try:
-        write_atomically(path, text)
+        write_atomically(path, result_chunks(results))
     except OSError as exc:
         reason = exc.strerror or str(exc)
         if exc.filename is not None and str(exc.filename) != str(path):
