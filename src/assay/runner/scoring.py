@@ -104,16 +104,29 @@ def _metric_row(
     details: dict[str, object] | None = None,
 ) -> EvalMetricResult:
     name, threshold, criterion, function = configured.head
-    extra = dict(details or {})
-    return EvalMetricResult(
+    if rubric_scores is None and not details:
+        shown = _NO_DETAILS
+    else:
+        shown = EvalMetricResultDetails.model_validate(
+            {"rubric_scores": rubric_scores, **(details or {})}
+        )
+    # Built without validation: every value is assay's own and of the field's type already, and
+    # the criterion's JSON is shared by all of the metric's rows instead of copied into each (a
+    # run of 5,000 cases makes some 150,000 rows).
+    return EvalMetricResult.model_construct(
         metric_name=name,
         threshold=threshold,
         criterion=criterion,
         custom_function_path=function,
         score=score,
         eval_status=status,
-        details=EvalMetricResultDetails.model_validate({"rubric_scores": rubric_scores, **extra}),
+        details=shown,
     )
+
+
+_NO_DETAILS = EvalMetricResultDetails()
+"""The details of every row that has none: one object shared by all of them (rows are never
+changed once made)."""
 
 
 def _row_values(result: MetricResult, invocations: int) -> list[RowValues]:
