@@ -25,19 +25,16 @@ its score is the row's mean score.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from assay.config import BaseCriterion
 from assay.evalset.case import EvalCase
 from assay.evalset.content import content_text
 from assay.evalset.invocation import Invocation
 from assay.evalset.rubric import RubricScore
 from assay.llm.base import LlmRequest, TokenUsage
-from assay.llm.judge import Judge
 from assay.metrics import vertex as vertex_ai
 from assay.metrics.base import (
     MetricInfo,
@@ -136,7 +133,7 @@ def _explained(explanation: str | None) -> list[RubricScore] | None:
     return [RubricScore(rubric_id=vertex_ai.EXPLANATION_RUBRIC_ID, rationale=explanation)]
 
 
-class CoherenceMetric:
+class CoherenceMetric(vertex_ai.VertexBacked[RowScorer]):
     """Rates the coherence of each final response from 1 to 5, averaged."""
 
     info: ClassVar[MetricInfo] = MetricInfo(
@@ -152,28 +149,9 @@ class CoherenceMetric:
         source="vertex",
     )
 
-    def __init__(
-        self,
-        criterion: BaseCriterion,
-        judge: Judge,
-        *,
-        env: Mapping[str, str] | None = None,
-        vertex: RowScorer | None = None,
-    ) -> None:
-        """``env`` (default: the process environment) picks the backend; ``vertex`` replaces the
-        Vertex AI call (tests, or another service)."""
-        self.criterion = criterion
-        self.judge = judge
-        self._env = dict(os.environ if env is None else env)
-        self._choice, self._unavailable = vertex_ai.settle(
-            self._env, NAME, scorer_given=vertex is not None
-        )
-        self._vertex = vertex or self._vertex_call
-
-    @property
-    def uses_vertex(self) -> bool:
-        """Whether Vertex AI scores this metric here (opted in, and able to)."""
-        return self._choice.vertex and self._unavailable is None
+    def vertex_scorer(self) -> RowScorer:
+        """Vertex AI's prebuilt COHERENCE metric, one call per row."""
+        return self._vertex_call
 
     def _vertex_call(self, rows: Sequence[vertex_ai.Row]) -> list[vertex_ai.VertexScore]:
         return vertex_ai.score_rows(rows, self._env, lambda sdk: sdk.types.PrebuiltMetric.COHERENCE)

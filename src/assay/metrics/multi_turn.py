@@ -34,18 +34,15 @@ returns an empty result.
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from assay.config import BaseCriterion
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
 from assay.evalset.rubric import Rubric, RubricScore
 from assay.llm.base import LlmRequest, TokenUsage
-from assay.llm.judge import Judge
 from assay.metrics import conversation
 from assay.metrics import vertex as vertex_ai
 from assay.metrics.base import (
@@ -103,7 +100,7 @@ class _Judged:
     usage: TokenUsage = field(default_factory=TokenUsage)
 
 
-class MultiTurnMetric:
+class MultiTurnMetric(vertex_ai.VertexBacked[ConversationScorer]):
     """What the three conversation-level metrics share; subclasses name the metric and the
     Vertex AI metric it stands for."""
 
@@ -111,28 +108,9 @@ class MultiTurnMetric:
     vertex_metric: ClassVar[str]
     """The attribute of the SDK's ``RubricMetric`` ADK uses (``MULTI_TURN_TASK_SUCCESS``)."""
 
-    def __init__(
-        self,
-        criterion: BaseCriterion,
-        judge: Judge,
-        *,
-        env: Mapping[str, str] | None = None,
-        vertex: ConversationScorer | None = None,
-    ) -> None:
-        """``env`` (default: the process environment) picks the backend; ``vertex`` replaces the
-        Vertex AI call (tests, or another service)."""
-        self.criterion = criterion
-        self.judge = judge
-        self._env = dict(os.environ if env is None else env)
-        self._choice, self._unavailable = vertex_ai.settle(
-            self._env, self.info.name, scorer_given=vertex is not None
-        )
-        self._vertex = vertex or self._vertex_call
-
-    @property
-    def uses_vertex(self) -> bool:
-        """Whether Vertex AI scores this metric here (opted in, and able to)."""
-        return self._choice.vertex and self._unavailable is None
+    def vertex_scorer(self) -> ConversationScorer:
+        """Vertex AI's multi-turn metric, one call per conversation."""
+        return self._vertex_call
 
     def _vertex_call(self, data: vertex_ai.AgentData) -> vertex_ai.VertexScore:
         metric = self.vertex_metric

@@ -23,7 +23,6 @@ tested ``if score:`` and reported an unsafe answer as NOT_EVALUATED).
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -153,7 +152,7 @@ class _Outcome:
     usage: TokenUsage
 
 
-class SafetyMetric:
+class SafetyMetric(vertex_ai.VertexBacked[VertexScorer]):
     """Scores the harmlessness of each final response (1.0 safe, 0.0 unsafe), averaged."""
 
     info: ClassVar[MetricInfo] = MetricInfo(
@@ -166,6 +165,8 @@ class SafetyMetric:
         source="vertex",
     )
 
+    legacy_variable: ClassVar[str | None] = BACKEND_VARIABLE
+
     def __init__(
         self,
         criterion: BaseCriterion,
@@ -174,20 +175,16 @@ class SafetyMetric:
         env: Mapping[str, str] | None = None,
         vertex: VertexScorer | None = None,
     ) -> None:
-        """``env`` (default: the process environment) picks the backend; ``vertex`` replaces the
-        Vertex AI call (tests, or another service)."""
-        self.criterion = criterion
-        self.judge = judge
-        self._env = dict(os.environ if env is None else env)
-        self._choice, self._unavailable = vertex_ai.settle(
-            self._env,
-            self.info.name,
-            scorer_given=vertex is not None,
-            legacy_variable=BACKEND_VARIABLE,
-            sdk_check=vertex_sdk_installed,
-        )
+        super().__init__(criterion, judge, env=env, vertex=vertex)
         self.backend: Backend = "vertex" if self._choice.vertex else "judge"
-        self._vertex = vertex or (lambda rows: vertex_safety_scores(rows, self._env))
+
+    def sdk_installed(self) -> bool:
+        """Whether the ``assay[vertex]`` extra can be imported (:func:`vertex_sdk_installed`)."""
+        return vertex_sdk_installed()
+
+    def vertex_scorer(self) -> VertexScorer:
+        """Vertex AI's prebuilt SAFETY metric (v1), one call per row."""
+        return lambda rows: vertex_safety_scores(rows, self._env)
 
     def request(self, invocation: Invocation) -> LlmRequest:
         """The judge request for one invocation: the user prompt and the final response."""

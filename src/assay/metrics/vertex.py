@@ -29,15 +29,19 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import math
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
+from assay.config import BaseCriterion
 from assay.evalset.content import Content, JsonObject
 from assay.evalset.invocation import Invocation, InvocationEvents
 from assay.evalset.rubric import RubricScore
+from assay.llm.judge import Judge
 from assay.llm.redact import redact
+from assay.metrics.base import MetricInfo
 
 VERTEX_METRICS_VARIABLE = "ASSAY_VERTEX_METRICS"
 """The environment variable naming the metrics Vertex AI scores (or ``all``)."""
@@ -139,6 +143,52 @@ def settle(
         return choice, choice.problem
     installed = scorer_given or (sdk_check or sdk_installed)()
     return choice, unavailable_reason(env, opt_in=choice.opt_in, sdk_installed=installed)
+
+
+Scorer = TypeVar("Scorer")
+
+
+class VertexBacked(Generic[Scorer]):
+    """What the metrics ADK hands to Vertex AI share: built from a criterion and a judge, they
+    choose their backend from ``env`` (default: the process environment; see :func:`settle`),
+    and ``vertex``, a :data:`Scorer`, replaces the Vertex AI call (tests, or another service)."""
+
+    info: ClassVar[MetricInfo]
+    legacy_variable: ClassVar[str | None] = None
+    """A metric's own backend variable (``ASSAY_SAFETY_BACKEND``), which wins when set."""
+
+    def __init__(
+        self,
+        criterion: BaseCriterion,
+        judge: Judge,
+        *,
+        env: Mapping[str, str] | None = None,
+        vertex: Scorer | None = None,
+    ) -> None:
+        self.criterion = criterion
+        self.judge = judge
+        self._env = dict(os.environ if env is None else env)
+        self._choice, self._unavailable = settle(
+            self._env,
+            self.info.name,
+            scorer_given=vertex is not None,
+            legacy_variable=self.legacy_variable,
+            sdk_check=self.sdk_installed,
+        )
+        self._vertex: Scorer = vertex if vertex is not None else self.vertex_scorer()
+
+    def sdk_installed(self) -> bool:
+        """Whether the Vertex AI SDK can be imported."""
+        return sdk_installed()
+
+    def vertex_scorer(self) -> Scorer:
+        """The call to Vertex AI used when none is given."""
+        raise NotImplementedError
+
+    @property
+    def uses_vertex(self) -> bool:
+        """Whether Vertex AI scores this metric here (opted in, and able to)."""
+        return self._choice.vertex and self._unavailable is None
 
 
 def unavailable_reason(env: Mapping[str, str], *, opt_in: str, sdk_installed: bool) -> str | None:
