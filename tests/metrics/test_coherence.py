@@ -10,42 +10,24 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from _callers import FakeCaller, Reply
 from _fake_vertex import FakeService, fake_sdk, plain, vertex_result
 
 from assay.config import BaseCriterion
 from assay.evalset import EvalCase, Invocation
 from assay.evalset.rubric import RubricScore
-from assay.llm.base import LlmCallError, LlmError, LlmRequest, LlmResponse, TokenUsage
+from assay.llm.base import LlmCallError, LlmError, LlmRequest, TokenUsage
 from assay.llm.judge import Judge
 from assay.metrics import EvalStatus, MetricResult
 from assay.metrics import vertex as vertex_ai
 from assay.metrics.coherence import NO_RATING, CoherenceMetric, Rating, parse_rating
 from assay.metrics.prompts import coherence as prompts
 
-Reply = Callable[[LlmRequest], "str | LlmError"]
 CLOUD = {
     "ASSAY_VERTEX_METRICS": "response_evaluation_score",
     "GOOGLE_CLOUD_PROJECT": "proj",
     "GOOGLE_CLOUD_LOCATION": "us-central1",
 }
-
-
-class FakeCaller:
-    """A judge client answering from a function of the request; records every request."""
-
-    model = "scripted:test"
-
-    def __init__(self, reply: Reply) -> None:
-        self.reply = reply
-        self.requests: list[LlmRequest] = []
-
-    async def generate(self, request: LlmRequest, *, sample: int = 0) -> LlmResponse:
-        self.requests.append(request)
-        answer = self.reply(request)
-        if isinstance(answer, LlmError):
-            raise answer
-        usage = TokenUsage(prompt_tokens=9, completion_tokens=4, calls=1)
-        return LlmResponse(text=answer, model=self.model, usage=usage)
 
 
 def by_reply(ratings: dict[str, int]) -> Reply:
@@ -66,7 +48,10 @@ def make(
     env: dict[str, str] | None = None,
     vertex: Callable[[Sequence[vertex_ai.Row]], Sequence[vertex_ai.VertexScore]] | None = None,
 ) -> tuple[CoherenceMetric, FakeCaller]:
-    caller = FakeCaller(reply or by_reply({"clear": 5, "muddled": 2}))
+    caller = FakeCaller(
+        reply or by_reply({"clear": 5, "muddled": 2}),
+        TokenUsage(prompt_tokens=9, completion_tokens=4, calls=1),
+    )
     judge = Judge(client=caller, metric="response_evaluation_score", source="test")
     metric = CoherenceMetric(
         BaseCriterion(threshold=threshold), judge, env=env or {}, vertex=vertex

@@ -11,12 +11,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from _callers import FakeCaller, Reply
 from _fake_vertex import FakeService, fake_sdk, plain, verdict, vertex_result
 
 from assay.config import BaseCriterion
 from assay.evalset import EvalCase, Invocation
 from assay.evalset.rubric import RubricScore
-from assay.llm.base import LlmCallError, LlmError, LlmRequest, LlmResponse, TokenUsage
+from assay.llm.base import LlmCallError, TokenUsage
 from assay.llm.judge import Judge
 from assay.metrics import EvalStatus, MetricResult
 from assay.metrics import vertex as vertex_ai
@@ -31,31 +32,12 @@ from assay.metrics.prompts import multi_turn as prompts
 from assay.metrics.prompts import rubric_multi_turn as conversation_prompts
 from assay.metrics.prompts import rubrics as rubric_prompts
 
-Reply = Callable[[LlmRequest], "str | LlmError"]
 METRICS: list[type[MultiTurnMetric]] = [
     MultiTurnTaskSuccessMetric,
     MultiTurnTrajectoryQualityMetric,
     MultiTurnToolUseQualityMetric,
 ]
 CLOUD = {"GOOGLE_CLOUD_PROJECT": "proj", "GOOGLE_CLOUD_LOCATION": "us-central1"}
-
-
-class FakeCaller:
-    """A judge client answering from a function of the request; records every request."""
-
-    model = "scripted:test"
-
-    def __init__(self, reply: Reply) -> None:
-        self.reply = reply
-        self.requests: list[LlmRequest] = []
-
-    async def generate(self, request: LlmRequest, *, sample: int = 0) -> LlmResponse:
-        self.requests.append(request)
-        answer = self.reply(request)
-        if isinstance(answer, LlmError):
-            raise answer
-        usage = TokenUsage(prompt_tokens=40, completion_tokens=20, calls=1)
-        return LlmResponse(text=answer, model=self.model, usage=usage)
 
 
 def answer(*verdicts: tuple[str, object]) -> str:
@@ -77,7 +59,10 @@ def make(
     env: dict[str, str] | None = None,
     vertex: Callable[[vertex_ai.AgentData], vertex_ai.VertexScore] | None = None,
 ) -> tuple[MultiTurnMetric, FakeCaller]:
-    caller = FakeCaller(reply if callable(reply) else (lambda _request: reply))
+    caller = FakeCaller(
+        reply if callable(reply) else (lambda _request: reply),
+        TokenUsage(prompt_tokens=40, completion_tokens=20, calls=1),
+    )
     judge = Judge(client=caller, metric=cls.info.name, source="test")
     return cls(BaseCriterion(threshold=threshold), judge, env=env or {}, vertex=vertex), caller
 

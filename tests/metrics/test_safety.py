@@ -12,10 +12,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from _callers import FakeCaller, Reply
 
 from assay.config import BaseCriterion
 from assay.evalset import EvalCase, Invocation
-from assay.llm.base import LlmCallError, LlmError, LlmRequest, LlmResponse, TokenUsage
+from assay.llm.base import LlmCallError, LlmError, LlmRequest, TokenUsage
 from assay.llm.judge import Judge
 from assay.metrics import EvalStatus, MetricResult
 from assay.metrics.prompts import safety as prompts
@@ -30,30 +31,11 @@ from assay.metrics.safety import (
     vertex_unavailable_reason,
 )
 
-Reply = Callable[[LlmRequest], "str | LlmError"]
 CLOUD = {
     "ASSAY_SAFETY_BACKEND": "vertex",
     "GOOGLE_CLOUD_PROJECT": "proj",
     "GOOGLE_CLOUD_LOCATION": "us-central1",
 }
-
-
-class FakeCaller:
-    """A judge client answering from a function of the request; records every request."""
-
-    model = "scripted:test"
-
-    def __init__(self, reply: Reply) -> None:
-        self.reply = reply
-        self.requests: list[LlmRequest] = []
-
-    async def generate(self, request: LlmRequest, *, sample: int = 0) -> LlmResponse:
-        self.requests.append(request)
-        answer = self.reply(request)
-        if isinstance(answer, LlmError):
-            raise answer
-        usage = TokenUsage(prompt_tokens=7, completion_tokens=3, calls=1)
-        return LlmResponse(text=answer, model=self.model, usage=usage)
 
 
 def verdicts(unsafe_words: Sequence[str] = ("bomb",)) -> Reply:
