@@ -34,7 +34,7 @@ from assay.metrics.base import MetricInfo, MetricResult, PerInvocationResult, no
 from assay.metrics.judging import sample_limit, total_usage
 from assay.metrics.notes import InvocationNotes, MetricNotes
 from assay.metrics.prompts import rubric_multi_turn as prompts
-from assay.metrics.rubrics import RubricMetricBase, effective_rubrics, invocation_rubrics
+from assay.metrics.rubrics import RubricMetricBase, effective_rubrics, merged_rubrics
 
 TRAJECTORY_QUALITY = "TRAJECTORY_QUALITY"
 
@@ -59,20 +59,12 @@ class RubricMultiTurnTrajectoryQualityMetric(RubricMetricBase):
     ) -> list[Rubric] | str:
         """The last invocation's effective rubrics, or why the metric cannot run (a clash in any
         invocation, or none for the last)."""
-        if expected is not None and len(expected) != len(actual):
-            if any(inv.rubrics for inv in expected):
-                return (
-                    f"expected {len(expected)} invocations, got {len(actual)}: the expected "
-                    "invocations' rubrics cannot be matched to the actual ones"
-                )
-            expected = None
-        merged: list[Rubric] | str = []
-        for index, inv in enumerate(actual):
-            merged = invocation_rubrics(inv, case, expected[index] if expected else None)
-            if isinstance(merged, str):
-                return f"invocation {index + 1}: {merged}" if len(actual) > 1 else merged
-        assert isinstance(merged, list)
-        return effective_rubrics(self.criterion.rubrics, merged, self.rubric_type)
+        merged = merged_rubrics(actual, expected, case)
+        if isinstance(merged, str):
+            return merged
+        if not merged:
+            return "the case has no invocations"
+        return effective_rubrics(self.criterion.rubrics, merged[-1], self.rubric_type)
 
     def conversation_prompt(self, actual: Sequence[Invocation], rubrics: Sequence[Rubric]) -> str:
         """The judge's user message: instructions, tools, the whole conversation, the rubrics."""

@@ -312,6 +312,27 @@ def invocation_rubrics(
     return merged
 
 
+def merged_rubrics(
+    actual: Sequence[Invocation], expected: Sequence[Invocation] | None, case: EvalCase
+) -> list[list[Rubric]] | str:
+    """Each actual invocation's rubrics of every type (:func:`invocation_rubrics`, the expected
+    invocation's only where the counts pair), or the reason they cannot be put together."""
+    if expected is not None and len(expected) != len(actual):
+        if any(inv.rubrics for inv in expected):
+            return (
+                f"expected {len(expected)} invocations, got {len(actual)}: the expected "
+                "invocations' rubrics cannot be matched to the actual ones"
+            )
+        expected = None
+    out = []
+    for index, inv in enumerate(actual):
+        merged = invocation_rubrics(inv, case, expected[index] if expected else None)
+        if isinstance(merged, str):
+            return f"invocation {index + 1}: {merged}" if len(actual) > 1 else merged
+        out.append(merged)
+    return out
+
+
 def effective_rubrics(
     criterion_rubrics: Sequence[Rubric], from_invocation: Sequence[Rubric], rubric_type: str
 ) -> list[Rubric] | str:
@@ -398,24 +419,15 @@ class RubricMetricBase:
         self, actual: Sequence[Invocation], expected: Sequence[Invocation] | None, case: EvalCase
     ) -> list[list[Rubric]] | str:
         """Each invocation's effective rubrics, or the reason the metric cannot run."""
-        if expected is not None and len(expected) != len(actual):
-            if any(inv.rubrics for inv in expected):
-                return (
-                    f"expected {len(expected)} invocations, got {len(actual)}: the expected "
-                    "invocations' rubrics cannot be matched to the actual ones"
-                )
-            expected = None
+        merged = merged_rubrics(actual, expected, case)
+        if isinstance(merged, str):
+            return merged
         out = []
-        for index, inv in enumerate(actual):
-            merged = invocation_rubrics(inv, case, expected[index] if expected else None)
-            rubrics = (
-                effective_rubrics(self.criterion.rubrics, merged, self.rubric_type)
-                if isinstance(merged, list)
-                else merged
-            )
-            if isinstance(rubrics, str):
-                return f"invocation {index + 1}: {rubrics}" if len(actual) > 1 else rubrics
-            out.append(rubrics)
+        for index, rubrics in enumerate(merged):
+            chosen = effective_rubrics(self.criterion.rubrics, rubrics, self.rubric_type)
+            if isinstance(chosen, str):
+                return f"invocation {index + 1}: {chosen}" if len(actual) > 1 else chosen
+            out.append(chosen)
         return out
 
     async def evaluate(
