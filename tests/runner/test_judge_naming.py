@@ -24,7 +24,7 @@ from assay.report.console import judges_line
 from assay.results.captured import Captures
 from assay.results.model import EvalSetResult, JudgeInfo
 from assay.results.traces import load_traces
-from assay.runner.evaluate import EvalSetJob, _judge_infos, _RecordingProvider, evaluate
+from assay.runner.evaluate import EvalSetJob, judge_infos, _RecordingProvider, evaluate
 
 EMBEDDED = "local:qwen2.5-coder-1.5b"
 DESCRIPTION = (
@@ -158,7 +158,7 @@ def test_the_simulated_users_model_is_named_as_the_judges_are() -> None:
     )
     recording.judge_for("user_simulator", plays_the_user)
 
-    assert _judge_infos(recording)["user_simulator"] == JudgeInfo(
+    assert judge_infos(recording)["user_simulator"] == JudgeInfo(
         model="local:smollm2",
         source="config",
         backend="local",

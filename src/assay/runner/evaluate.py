@@ -183,7 +183,7 @@ def _app_name(cases: Sequence[EvalCase]) -> str:
     return "assay"
 
 
-def _judge_infos(recording: _RecordingProvider | None) -> dict[str, JudgeInfo]:
+def judge_infos(recording: _RecordingProvider | None) -> dict[str, JudgeInfo]:
     """What ``assay.judges`` says of each judge (and of the simulated user's model): the model,
     its backend, why it was chosen and the judge in words; or why there was none."""
     if recording is None or not recording.seen:
@@ -276,6 +276,19 @@ async def _evaluate_set(
 
     scored = [one(case, attempt) for case in eval_set.eval_cases for attempt in attempts(case)]
     case_results = list(await asyncio.gather(*scored))
+    return set_result(job, case_results, judge_infos(recording), started)
+
+
+def set_result(
+    job: EvalSetJob,
+    case_results: list[EvalCaseResult],
+    judges: dict[str, JudgeInfo],
+    started: float,
+) -> EvalSetResult:
+    """One eval set's result: its case results in eval-set order, with the set's notes (the
+    summary and token usage over its cases, ``judges`` as :func:`judge_infos` describes them,
+    the time since ``started``, a :func:`time.perf_counter` reading)."""
+    eval_set = job.loaded.eval_set
     created = time.time()
     result_id = f"{_app_name(eval_set.eval_cases)}_{eval_set.eval_set_id}_{created}"
     return EvalSetResult(
@@ -291,7 +304,7 @@ async def _evaluate_set(
             criteria=job.config.criteria_as_written(),
             summary=summarize(case_results),
             duration_s=round(time.perf_counter() - started, 6),
-            judges=_judge_infos(recording),
+            judges=judges,
             usage=_usage_by_metric(case_results),
         ),
     )
