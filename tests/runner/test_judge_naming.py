@@ -24,7 +24,7 @@ from assay.report.console import judges_line
 from assay.results.captured import Captures
 from assay.results.model import EvalSetResult, JudgeInfo
 from assay.results.traces import load_traces
-from assay.runner.evaluate import EvalSetJob, judge_infos, _RecordingProvider, evaluate
+from assay.runner.evaluate import EvalSetJob, _RecordingProvider, evaluate, judge_infos
 
 EMBEDDED = "local:qwen2.5-coder-1.5b"
 DESCRIPTION = (

@@ -210,7 +210,7 @@ class Recording:
 
     writer: HistoryWriter | None = None
     encoder: CaseEncoder = field(default_factory=CaseEncoder)
-    done: dict[CaseKey, EvalCaseResult] = field(default_factory=dict)
+    done: Mapping[CaseKey, EvalCaseResult] = field(default_factory=dict)
     broken: str | None = None
     captures: Captures | None = None
     """Where scoring leaves each case's rows for the encoder (None when not recording)."""
@@ -334,7 +334,7 @@ def _resume(store: HistoryStore, ref: str, spec: RunSpec) -> Recording:
             f"run {info.id} cannot be resumed with these inputs ({why}); give the eval sets "
             "and options it was started with, or start a new run"
         )
-    done = store.case_results(info.id, spec.inputs)
+    done = store.done_cases(info.id, spec.inputs)  # read as needed, not loaded
     headers = store.run_headers(info.id)
     if sorted(headers) != list(range(len(headers))):
         raise HistoryError(f"run {info.id}: its metric headers are incomplete; start a new run")

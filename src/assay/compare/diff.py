@@ -23,10 +23,11 @@ regress.
 from __future__ import annotations
 
 import math
+import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, Union
 
 from pydantic import BaseModel, ConfigDict
 
@@ -53,6 +54,9 @@ def _not_measured(side: str) -> str:
 
 
 _BASE, _CANDIDATE, _EITHER = "the base run", "the candidate run", "either run"
+
+_Case = Union["CaseDigest", EvalCaseResult]
+"""A case as the comparison reads it: its digest, or the result itself."""
 
 
 class CaseKey(NamedTuple):
@@ -198,14 +202,45 @@ class _Pairs:
     left_out: Counter[str] = field(default_factory=Counter)
 
 
-def index_cases(results: Sequence[EvalSetResult], source: str) -> dict[CaseKey, EvalCaseResult]:
-    """Every case result of a run by its key; an :class:`InputError` naming ``source`` when the
-    same case and run appears twice (the comparison would be ambiguous)."""
-    cases: dict[CaseKey, EvalCaseResult] = {}
+class _Row(NamedTuple):
+    """What the comparison reads of one metric row."""
+
+    metric_name: str
+    score: float | None
+    eval_status: EvalStatus
+
+
+class CaseDigest(NamedTuple):
+    """What the comparison reads of one case result: a few hundred bytes, where a full result
+    may hold kilobytes, so that two runs of 50,000 cases can be matched in memory."""
+
+    final_eval_status: EvalStatus
+    reason: str | None
+    rows: tuple[_Row, ...]
+    """Its overall metric rows, without the metrics that do not apply to it."""
+    not_applicable: frozenset[str]
+
+    @classmethod
+    def of(cls, case: EvalCaseResult) -> CaseDigest:
+        skipped = frozenset(case.assay.not_applicable)
+        rows = tuple(
+            _Row(sys.intern(row.metric_name), row.score, row.eval_status)
+            for row in case.overall_eval_metric_results
+            if row.metric_name not in skipped
+        )
+        return cls(case.final_eval_status, case.assay.reason, rows, skipped)
+
+
+def index_cases(results: Sequence[EvalSetResult], source: str) -> dict[CaseKey, CaseDigest]:
+    """Every case result of a run by its key, as a :class:`CaseDigest` (one pass over the
+    cases); an :class:`InputError` naming ``source`` when the same case and run appears twice
+    (the comparison would be ambiguous)."""
+    cases: dict[CaseKey, CaseDigest] = {}
     problems: list[Problem] = []
     for result in results:
+        set_id = sys.intern(result.eval_set_id)
         for case in result.eval_case_results:
-            key = CaseKey(result.eval_set_id, case.eval_id, case.assay.run)
+            key = CaseKey(set_id, case.eval_id, case.assay.run)
             if key in cases:
                 problems.append(
                     Problem(
@@ -214,7 +249,7 @@ def index_cases(results: Sequence[EvalSetResult], source: str) -> dict[CaseKey, 
                         f"case '{key.label}' appears twice; expected one result per case and run",
                     )
                 )
-            cases[key] = case
+            cases[key] = CaseDigest.of(case)
     if problems:
         raise InputError(problems)
     return cases
@@ -234,15 +269,19 @@ def compare_runs(
     before = index_cases(base, base_label)
     after = index_cases(candidate, candidate_label)
     matched = [key for key in before if key in after]
-    usable = {key: (_usable(before[key]), _usable(after[key])) for key in matched}
-    names = list(dict.fromkeys(name for key in matched for rows in usable[key] for name in rows))
+    names = list(
+        dict.fromkeys(
+            name for key in matched for case in (before[key], after[key]) for name in _usable(case)
+        )
+    )
     pairs = {name: _Pairs() for name in names}
     verdicts = _Pairs()
     regressions: list[CaseRegression] = []
     for key in matched:
         old, new = before[key], after[key]
+        usable = (_usable(old), _usable(new))
         for name in names:
-            _gather(key, name, (old, new), usable[key], pairs[name])
+            _gather(key, name, (old, new), usable, pairs[name])
         _gather_verdict(key, old, new, verdicts)
         regression = case_regression(key, old, new)
         if regression is not None:
@@ -263,9 +302,7 @@ def compare_runs(
     )
 
 
-def case_regression(
-    key: CaseKey, old: EvalCaseResult, new: EvalCaseResult
-) -> CaseRegression | None:
+def case_regression(key: CaseKey, old: _Case, new: _Case) -> CaseRegression | None:
     """The regression when the case PASSED in ``old`` and is FAILED or NOT_EVALUATED in ``new``;
     None otherwise (a case that was not passing cannot regress)."""
     became = new.final_eval_status
@@ -275,12 +312,14 @@ def case_regression(
     failed = tuple(
         name for name, row in _usable(new).items() if row.eval_status is EvalStatus.FAILED
     )
-    reason = new.assay.reason if became is EvalStatus.NOT_EVALUATED else None
+    reason = _reason(new) if became is EvalStatus.NOT_EVALUATED else None
     return CaseRegression(key=key, became=became, failed_metrics=failed, reason=reason)
 
 
-def _usable(case: EvalCaseResult) -> dict[str, EvalMetricResult]:
+def _usable(case: _Case) -> dict[str, _Row | EvalMetricResult]:
     """The case's overall metric rows, without the metrics that do not apply to it."""
+    if isinstance(case, CaseDigest):
+        return {row.metric_name: row for row in case.rows}
     skipped = set(case.assay.not_applicable)
     return {
         row.metric_name: row
@@ -289,11 +328,19 @@ def _usable(case: EvalCaseResult) -> dict[str, EvalMetricResult]:
     }
 
 
+def _reason(case: _Case) -> str | None:
+    return case.reason if isinstance(case, CaseDigest) else case.assay.reason
+
+
+def _skipped(case: _Case) -> Collection[str]:
+    return case.not_applicable if isinstance(case, CaseDigest) else case.assay.not_applicable
+
+
 def _gather(
     key: CaseKey,
     name: str,
-    cases: tuple[EvalCaseResult, EvalCaseResult],
-    usable: tuple[dict[str, EvalMetricResult], dict[str, EvalMetricResult]],
+    cases: tuple[_Case, _Case],
+    usable: tuple[dict[str, _Row | EvalMetricResult], dict[str, _Row | EvalMetricResult]],
     entry: _Pairs,
 ) -> None:
     """Add one matched case's paired score and status on metric ``name``, or the reason it
@@ -317,7 +364,7 @@ def _gather(
         entry.left_out[_left_out_reason(name, cases, (a, b))] += 1
 
 
-def _gather_verdict(key: CaseKey, old: EvalCaseResult, new: EvalCaseResult, entry: _Pairs) -> None:
+def _gather_verdict(key: CaseKey, old: _Case, new: _Case, entry: _Pairs) -> None:
     """Add one matched case's final statuses to the case-verdict row, or why they cannot pair."""
     judged = [case.final_eval_status in _JUDGED for case in (old, new)]
     if all(judged):
@@ -337,8 +384,8 @@ def _on_sides(reason: Callable[[str], str], base: bool, candidate: bool) -> str:
 
 def _left_out_reason(
     name: str,
-    cases: tuple[EvalCaseResult, EvalCaseResult],
-    rows: tuple[EvalMetricResult | None, EvalMetricResult | None],
+    cases: tuple[_Case, _Case],
+    rows: tuple[_Row | EvalMetricResult | None, _Row | EvalMetricResult | None],
 ) -> str:
     """Why metric ``name`` has no pair for this case: a case not evaluated in a run comes first
     (it explains everything else; the other run counts as not evaluated too when its row for the
@@ -352,7 +399,7 @@ def _left_out_reason(
             for case, row in zip(cases, rows, strict=True)
         ]
         return _on_sides(_not_evaluated, *down)
-    if any(name in case.assay.not_applicable for case in (old, new)):
+    if any(name in _skipped(case) for case in (old, new)):
         return NOT_APPLICABLE
     missing = [row is None for row in rows]
     if any(missing):
@@ -363,7 +410,7 @@ def _left_out_reason(
     return "scored in one run, judged in the other"
 
 
-def _has_value(row: EvalMetricResult) -> bool:
+def _has_value(row: _Row | EvalMetricResult) -> bool:
     """Whether a metric row has a finite score or a pass/fail status."""
     finite = row.score is not None and _finite(row.score)
     return finite or row.eval_status in _JUDGED

@@ -10,6 +10,13 @@
 EvalSet objects are checked strictly (an unknown key is an error, with a "did you mean" hint);
 the legacy lists ignore unknown keys as ADK does, and report each in
 :attr:`LoadedEvalSet.warnings`.
+
+A JSONL or ``.evalset.json``/``.json`` EvalSet file larger than ``ASSAY_STREAM_MB``
+(:func:`~assay.evalset.stream.should_stream`) is *streamed*: checked in full as it is read, with
+the same problems as the eager reader reports, each case's JSON put into the process's spill file
+and parsed again only when used (:attr:`LoadedEvalSet.streamed`; ``eval_cases`` is then a
+read-only :class:`~assay.spill.SpilledSequence`). The legacy lists and YAML are always read
+whole: they are small in practice.
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+import pydantic_core
+from pydantic import SerializerFunctionWrapHandler, TypeAdapter, ValidationError, field_serializer
 
 from assay._files import dump_yaml, load_data, parse_json, read_text, type_name
 from assay.errors import (
@@ -33,6 +41,17 @@ from assay.errors import (
 )
 from assay.evalset import legacy
 from assay.evalset.case import EvalCase, EvalSet
+from assay.evalset.stream import (
+    EXACT_LIMIT,
+    JsonError,
+    NotStreamable,
+    items,
+    open_json,
+    scan,
+    should_stream,
+    syntax_problem,
+)
+from assay.spill import Spill, SpilledSequence, shared_spill
 
 _T = TypeVar("_T")
 
@@ -43,6 +62,10 @@ CONFIG_FILE = "test_config.json"
 
 _HEADER_FIELDS = ("eval_set_id", "name", "description", "creation_timestamp")
 _HEADER_KEYS = frozenset(_HEADER_FIELDS) | {"evalSetId", "creationTimestamp"}
+_CASES_KEYS = frozenset({"eval_cases", "evalCases"})
+_BEFORE_CASES = frozenset({"eval_set_id", "evalSetId", "name", "description"})
+"""EvalSet's fields before ``eval_cases``: pydantic reports their problems before the cases'."""
+_BATCH = 512
 _EXPECTED_TOP = (
     "expected an eval set object with 'eval_set_id' and 'eval_cases', or ADK's legacy list "
     "of turns ([{query, expected_tool_use, reference}]) or of named cases ([{name, data}])"
@@ -57,11 +80,28 @@ class LoadedEvalSet:
     path: Path
     format: Format
     warnings: tuple[Problem, ...] = ()
+    streamed: bool = False
+    """Whether the cases were streamed into the spill file (``eval_cases`` parses on access)."""
 
     @property
     def config_beside(self) -> Path | None:
         """``test_config.json`` in the same folder, if there is one (:func:`config_beside`)."""
         return config_beside(self.path)
+
+
+class StreamedEvalSet(EvalSet):
+    """An :class:`EvalSet` whose cases are in the spill file (``eval_cases`` is a
+    :class:`~assay.spill.SpilledSequence`): dumped with its cases as a list, and equal to an
+    ``EvalSet`` with equal fields."""
+
+    @field_serializer("eval_cases", mode="wrap")
+    def _cases_as_list(self, cases: Any, handler: SerializerFunctionWrapHandler) -> Any:
+        return handler(list(cases))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EvalSet):
+            return NotImplemented
+        return self.__dict__ == other.__dict__ and self.model_extra == other.model_extra
 
 
 def config_beside(eval_set_file: Path) -> Path | None:
@@ -106,6 +146,8 @@ def load_eval_set(path: str | Path) -> LoadedEvalSet:
     and results are keyed by ``eval_id``.
     """
     loaded = _load(Path(path))
+    if loaded.streamed:  # its duplicates were found as it was read
+        return loaded
     duplicates = _duplicate_ids(loaded.eval_set, str(loaded.path))
     if not duplicates:
         return loaded
@@ -116,22 +158,39 @@ def _duplicate_ids(eval_set: EvalSet, file: str) -> list[Problem]:
     first: dict[str, int] = {}
     problems: list[Problem] = []
     for index, case in enumerate(eval_set.eval_cases):
-        if case.eval_id in first:
-            problems.append(
-                Problem(
-                    file,
-                    format_path(["eval_cases", index, "eval_id"]),
-                    f"duplicate eval_id '{case.eval_id}' (first at eval_cases[{first[case.eval_id]}]); "
-                    "traces and results are keyed by eval_id",
-                )
-            )
-        else:
-            first[case.eval_id] = index
+        _note_id(first, case.eval_id, index, file, problems)
     return problems
 
 
+def _note_id(
+    first: dict[str, int], eval_id: str, index: int, file: str, found: list[Problem]
+) -> None:
+    """Remember where ``eval_id`` is first seen; a warning in ``found`` when seen before."""
+    if eval_id not in first:
+        first[eval_id] = index
+        return
+    found.append(
+        Problem(
+            file,
+            format_path(["eval_cases", index, "eval_id"]),
+            f"duplicate eval_id '{eval_id}' (first at eval_cases[{first[eval_id]}]); "
+            "traces and results are keyed by eval_id",
+        )
+    )
+
+
 def _load(path: Path) -> LoadedEvalSet:
-    if path.suffix.lower() == ".jsonl":
+    suffix = path.suffix.lower()
+    if suffix not in {".yaml", ".yml"} and should_stream(path):
+        try:
+            return _load_jsonl_streamed(path) if suffix == ".jsonl" else _load_object_streamed(path)
+        except (NotStreamable, OSError):
+            pass  # a shape only the eager reader reads (or it says why the file cannot be read)
+        except JsonError as exc:
+            if path.stat().st_size > EXACT_LIMIT:
+                raise EvalSetError([syntax_problem(path, exc)]) from None
+            # else read whole, for the very error (or success) a small file gives
+    if suffix == ".jsonl":
         return LoadedEvalSet(_load_jsonl(path), path, "jsonl")
     data = load_data(path, EvalSetError)
     file = str(path)
@@ -217,28 +276,192 @@ def _load_jsonl(path: Path) -> EvalSet:
         where = f"line {number}"
         try:
             data = _parse_line(line, file, where)
-            if _is_header(data):
-                if number != lines[0][0]:
-                    raise EvalSetError([Problem(file, where, _misplaced_header())])
+            case = _jsonl_case(data, number == lines[0][0], file, where)
+            if case is None:
                 header, header_line = data, number
-            elif not isinstance(data, dict):
-                message = f"expected an eval case object; got {short_value(data)}"
-                raise EvalSetError([Problem(file, where, message)])
             else:
-                cases.append(_validate(_EVAL_CASE, data, file, EvalCase))
+                cases.append(case)
         except EvalSetError as exc:
             problems.extend(_at_line(p, where) for p in exc.problems)
     if not lines:
         problems.append(Problem(file, "", "empty file; expected one eval case object per line"))
     if problems:
         raise EvalSetError(problems)
+    return _jsonl_meta(path, header, header_line).model_copy(update={"eval_cases": cases})
+
+
+def _jsonl_case(data: Any, first: bool, file: str, where: str) -> EvalCase | None:
+    """The case a JSONL line holds (None for a header, which only the ``first`` line may be)."""
+    if _is_header(data):
+        if not first:
+            raise EvalSetError([Problem(file, where, _misplaced_header())])
+        return None
+    if not isinstance(data, dict):
+        message = f"expected an eval case object; got {short_value(data)}"
+        raise EvalSetError([Problem(file, where, message)])
+    return _validate(_EVAL_CASE, data, file, EvalCase)
+
+
+def _jsonl_meta(path: Path, header: dict[str, Any], header_line: int) -> EvalSet:
+    """The eval set a JSONL header line describes (its cases left empty)."""
     if "eval_set_id" not in header and "evalSetId" not in header:
         header = {"eval_set_id": _stem(path), **header}
     try:
-        meta = _validate(_EVAL_SET, {**header, "eval_cases": []}, file, EvalSet)
+        return _validate(_EVAL_SET, {**header, "eval_cases": []}, str(path), EvalSet)
     except EvalSetError as exc:
         raise EvalSetError([_at_line(p, f"line {header_line}") for p in exc.problems]) from None
-    return meta.model_copy(update={"eval_cases": cases})
+
+
+class _SpilledCases:
+    """Cases as a streamed file gives them: each one's JSON into the spill file (in batches), its
+    ``eval_id`` kept for the duplicate warnings. After a problem nothing more is stored."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.spill: Spill = shared_spill()
+        self.key = self.spill.new_key(file)
+        self.count = 0
+        self.duplicates: list[Problem] = []
+        self._first: dict[str, int] = {}
+        self._batch: list[tuple[str, int, bytes]] = []
+        self._failed = False
+
+    def add(self, eval_id: str, body: bytes) -> None:
+        _note_id(self._first, eval_id, self.count, self.file, self.duplicates)
+        if not self._failed:
+            self._batch.append((self.key, self.count, body))
+            if len(self._batch) >= _BATCH:
+                self._flush()
+        self.count += 1
+
+    def fail(self) -> None:
+        """Store no more, and drop what was stored."""
+        if not self._failed:
+            self._failed = True
+            self._batch.clear()
+            self.spill.drop("case", self.key)
+
+    def sequence(self) -> SpilledSequence[EvalCase]:
+        self._flush()
+        return SpilledSequence(
+            self.spill, "case", self.key, self.count, EvalCase.model_validate_json
+        )
+
+    def _flush(self) -> None:
+        if self._batch:
+            self.spill.put_many("case", self._batch)
+            self._batch = []
+
+
+def _load_jsonl_streamed(path: Path) -> LoadedEvalSet:
+    """:func:`_load_jsonl` a line at a time: the same checks and problems, each case's line put
+    into the spill file."""
+    file = str(path)
+    header: dict[str, Any] = {}
+    header_line = first_line = 0
+    problems: list[Problem] = []
+    cases = _SpilledCases(file)
+    try:
+        with path.open(encoding="utf-8", newline="\n") as handle:  # lines end at "\n" only
+            for number, raw in enumerate(handle, start=1):
+                line = raw.removesuffix("\n")
+                if number == 1:
+                    line = line.removeprefix("\ufeff")
+                if not line.strip():
+                    continue
+                first_line = first_line or number
+                where = f"line {number}"
+                try:
+                    data = _parse_line(line, file, where)
+                    case = _jsonl_case(data, number == first_line, file, where)
+                    if case is None:
+                        header, header_line = data, number
+                    else:
+                        cases.add(case.eval_id, line.strip().encode("utf-8"))
+                except EvalSetError as exc:
+                    problems.extend(_at_line(p, where) for p in exc.problems)
+                    cases.fail()
+        if not first_line:
+            problems.append(Problem(file, "", "empty file; expected one eval case object per line"))
+        if problems:
+            raise EvalSetError(problems)
+        meta = _jsonl_meta(path, header, header_line)
+    except UnicodeDecodeError as exc:
+        cases.fail()
+        raise EvalSetError([Problem(file, "", f"not UTF-8 text ({exc.reason})")]) from None
+    except OSError:
+        cases.fail()
+        raise NotStreamable(path) from None  # the eager reader says why it cannot be read
+    except BaseException:
+        cases.fail()
+        raise
+    eval_set = _streamed(meta, cases)
+    return LoadedEvalSet(eval_set, path, "jsonl", tuple(cases.duplicates), streamed=True)
+
+
+def _load_object_streamed(path: Path) -> LoadedEvalSet:
+    """An EvalSet object in two passes: the first checks the whole file's syntax and takes the
+    keys other than ``eval_cases``; the second checks each case in turn (with the same JSON
+    paths as the eager reader) and puts its JSON into the spill file.
+
+    Problems come in the eager reader's order: those of the fields before ``eval_cases``, the
+    cases', then the rest. A top level that is not an object, or ``eval_cases`` given twice
+    (also as ``evalCases``), raises :class:`NotStreamable`.
+    """
+    file = str(path)
+    top = scan(path, note=lambda key: True, keep=_keep_header, elements=False)
+    if top.kind != "start_map":
+        raise NotStreamable(path)
+    listed = [m for m in top.members if m.key in _CASES_KEYS]
+    if len(listed) > 1:
+        raise NotStreamable(path)
+    data = {m.key: m.value for m in top.members}
+    if not listed or listed[0].kind != "start_array":  # nothing to stream: a problem for sure
+        return LoadedEvalSet(_validate(_EVAL_SET, data, file, EvalSet), path, "evalset")
+    cases_key = listed[0].key
+    data[cases_key] = []
+    meta: EvalSet | None = None
+    header_problems: list[Problem] = []
+    try:
+        meta = _validate(_EVAL_SET, data, file, EvalSet)
+    except EvalSetError as exc:
+        header_problems = exc.problems
+    problems = [p for p in header_problems if _before_cases(p)]
+    cases = _SpilledCases(file)
+    try:
+        with open_json(path) as handle:
+            for index, item in enumerate(items(handle, f"{cases_key}.item")):
+                try:
+                    case = _validate(_EVAL_CASE, item, file, EvalCase, (cases_key, index))
+                except EvalSetError as exc:
+                    problems.extend(exc.problems)
+                    continue
+                cases.add(case.eval_id, pydantic_core.to_json(item))
+        problems += [p for p in header_problems if not _before_cases(p)]
+        if problems or meta is None:
+            raise EvalSetError(problems)
+    except BaseException:
+        cases.fail()
+        raise
+    eval_set = _streamed(meta, cases)
+    return LoadedEvalSet(eval_set, path, "evalset", tuple(cases.duplicates), streamed=True)
+
+
+def _streamed(meta: EvalSet, cases: _SpilledCases) -> StreamedEvalSet:
+    """``meta`` with its cases in the spill file (a read-only sequence where a list would be)."""
+    fields: dict[str, Any] = {name: getattr(meta, name) for name in EvalSet.model_fields}
+    fields["eval_cases"] = cases.sequence()
+    return StreamedEvalSet.model_construct(_fields_set=set(meta.model_fields_set), **fields)
+
+
+def _keep_header(key: str, kind: str) -> bool:
+    """Build every top-level value but a list of cases (a non-list one is a problem to report)."""
+    return key not in _CASES_KEYS or kind != "start_array"
+
+
+def _before_cases(problem: Problem) -> bool:
+    """Whether pydantic reports ``problem`` (one of the eval set's own) before the cases'."""
+    return problem.path in _BEFORE_CASES or problem.message == "missing required key 'eval_set_id'"
 
 
 def _parse_line(line: str, file: str, where: str) -> Any:
@@ -279,9 +502,14 @@ def _case_data(case: EvalCase) -> dict[str, Any]:
 
 
 def _eval_set_data(eval_set: EvalSet) -> dict[str, Any]:
-    data = eval_set.model_dump(mode="json", exclude_none=True)
-    data["eval_cases"] = [_case_data(case) for case in eval_set.eval_cases]
-    return data
+    # the cases apart: a streamed set's are no list for pydantic to dump
+    rest = eval_set.model_dump(mode="json", exclude_none=True, exclude={"eval_cases"})
+    cases = [_case_data(case) for case in eval_set.eval_cases]
+    return {
+        name: cases if name == "eval_cases" else rest[name]
+        for name in EvalSet.model_fields
+        if name == "eval_cases" or name in rest
+    }
 
 
 def write_eval_set(eval_set: EvalSet, path: str | Path) -> None:

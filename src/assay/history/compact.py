@@ -27,9 +27,11 @@ row. Serialising all that for every case cost more than scoring a deterministic 
 ``n``
     ``[run, duration_s]`` when the case notes say nothing else, else the notes.
 
-References are found by object identity (the runner passes the loaded invocations through), so
+References are checked by object identity (the runner passes the loaded invocations through), so
 checking them costs next to nothing and cannot match the wrong thing; what is not recognised is
-stored in full. A result that does not follow one metric header (an imported ADK result, say)
+stored in full. Where a case's invocations came from is said by the runner, captured with its
+rows (a streamed eval set or traces file is never held whole, so there is nothing to look them
+up in), or else found among the inputs held in memory. A result that does not follow one metric header (an imported ADK result, say)
 is stored as its full JSON, which is how schema version 1 stored every case; :func:`decode`
 reads both.
 """
@@ -102,13 +104,15 @@ class CaseEncoder:
     """The run's metric headers so far (those of a resumed run, to go on from)."""
 
     def __post_init__(self) -> None:
-        self._expected: dict[int, tuple[list[int], list[Invocation]]] = {}
+        self._expected: dict[int, tuple[list[Any], Sequence[Invocation]]] = {}
         for position, eval_set in enumerate(self.inputs.eval_sets):
+            if not isinstance(eval_set.eval_cases, list):  # streamed: the runner says (captured)
+                continue
             for index, case in enumerate(eval_set.eval_cases):
                 if case.conversation:
                     ref = [position, index]
                     self._expected[id(case.conversation[0])] = (ref, case.conversation)
-        self._actual: dict[int, tuple[list[Any], list[Invocation]]] = {}
+        self._actual: dict[int, tuple[list[Any], Sequence[Invocation]]] = {}
         traces = self.inputs.traces
         if traces is not None:
             for (set_id, eval_id), invocations in traces.by_case.items():
@@ -140,7 +144,7 @@ class CaseEncoder:
             scores = list(map(_FIRST, by_row))
             statuses = bytes(map(_SECOND, by_row)).hex()
             details = self._captured_details(captured, by_row)
-            return self._record(result, number, new, scores, statuses, details)
+            return self._record(result, number, new, scores, statuses, details, captured)
         overall = result.overall_eval_metric_results
         everything = list(chain(overall, *(p.eval_metric_results for p in per_invocation)))
         fields = list(map(_FIELDS, everything))
@@ -154,7 +158,7 @@ class CaseEncoder:
         by_metric = [every[j::width] for j in range(width)]
         scores = list(map(_SCORE, fields))
         statuses = bytes(map(_STATUS, fields)).hex()
-        return self._record(result, number, new, scores, statuses, by_metric)
+        return self._record(result, number, new, scores, statuses, by_metric, captured)
 
     def _record(
         self,
@@ -164,6 +168,7 @@ class CaseEncoder:
         scores: list[float | None],
         statuses: str,
         details: Sequence[Sequence[dict[str, Any] | None]],
+        captured: CapturedRows | None = None,
     ) -> Encoded:
         """The stored text of a case whose rows follow header ``number``."""
         record: dict[str, Any] = {
@@ -186,8 +191,8 @@ class CaseEncoder:
             record["x"] = [result.session_details, result.eval_metric_results]
         per_invocation = result.eval_metric_result_per_invocation
         if per_invocation:
-            record["a"] = self._actual_ref(per_invocation)
-            record["e"] = self._expected_ref(per_invocation)
+            record["a"] = self._actual_ref(per_invocation, captured)
+            record["e"] = self._expected_ref(per_invocation, captured)
         stored = (number, _header_text(self.headers[number])) if new else None
         return Encoded(pydantic_core.to_json(record).decode("utf-8"), stored)
 
@@ -243,16 +248,24 @@ class CaseEncoder:
             found = self._repeats[key] = list(self.headers[number]) * times
         return found
 
-    def _actual_ref(self, rows: Sequence[EvalMetricResultPerInvocation]) -> Any:
+    def _actual_ref(
+        self, rows: Sequence[EvalMetricResultPerInvocation], captured: CapturedRows | None
+    ) -> Any:
         actual: list[Invocation | None] = list(map(_ACTUAL, rows))
         found = self._actual.get(id(actual[0]))
+        if found is None and captured is not None:  # inputs not held: the runner says
+            found = captured.actual
         if found is not None and _same(found[1], actual):
             return found[0]
         return _INVOCATIONS.dump_python(actual, mode="json", exclude_none=True)
 
-    def _expected_ref(self, rows: Sequence[EvalMetricResultPerInvocation]) -> Any:
+    def _expected_ref(
+        self, rows: Sequence[EvalMetricResultPerInvocation], captured: CapturedRows | None
+    ) -> Any:
         expected: list[Invocation | None] = list(map(_EXPECTED, rows))
         found = self._expected.get(id(expected[0]))
+        if found is None and captured is not None:  # inputs not held: the runner says
+            found = captured.expected
         if found is not None and _same(found[1], expected):
             return found[0]
         if all(invocation is None for invocation in expected):  # not list.count: == is slow
@@ -391,9 +404,11 @@ def _actual(ref: Any, inputs: Inputs | None) -> list[Invocation]:
         _, set_id, eval_id, run = ref
         traces = inputs.traces if inputs is not None else None
         found = None
-        if traces is not None:
-            key = (set_id, eval_id)
-            found = traces.by_case.get(key) if run == 1 else traces.later_runs.get(key, {}).get(run)
+        if traces is not None:  # the set's own entry, else the file's entry for any set
+            for entry_set in dict.fromkeys([set_id, None]):
+                found = traces.lookup(entry_set, eval_id, run)
+                if found is not None:
+                    break
         if found is None:
             raise RecordError(f"the traces of {eval_id} (run {run}) are not in the run's inputs")
         return found

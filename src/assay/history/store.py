@@ -17,6 +17,7 @@ import sqlite3
 import threading
 import time
 import zlib
+from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,13 +42,13 @@ from assay.history.records import (
 )
 from assay.history.schema import SCHEMA as _SCHEMA
 from assay.history.schema import SCHEMA_VERSION as SCHEMA_VERSION
+from assay.history.stored import CaseKey as CaseKey
+from assay.history.stored import Decoder, DoneCases, StoredCases
 from assay.metrics.base import EvalStatus
-from assay.results.model import EvalCaseResult, EvalSetResult, SetNotes, summarize
+from assay.results.model import EvalCaseResult, EvalSetResult, RunSummary, SetNotes
 
 LATEST = "latest"
 
-CaseKey = tuple[str, str, int]
-"""A case result's place in a run: eval set id, eval id, run number."""
 
 CardKey = tuple[str, str, str]
 """What a judge card is looked up by: judge model, criterion, prompt version."""
@@ -439,21 +440,109 @@ class HistoryStore:
         except InputError as exc:
             raise HistoryError(f"{self.path}: run {run_id}: its stored inputs: {exc}") from None
 
+    def done_cases(self, run_id: str, inputs: Inputs | None = None) -> DoneCases:
+        """The run's recorded case results by key, read from the file on each lookup
+        (``in``, ``get``, ``[]``: one query by the table's key; ``len``: a count); iteration
+        gives the keys in the order the cases were stored. Those stored by reference are
+        rebuilt from ``inputs`` (default: the run's input files, loaded when first needed)."""
+        return DoneCases(run_id, self._read, self._decoder(run_id, inputs))
+
+    def _decoder(self, run_id: str, inputs: Inputs | None = None) -> Decoder:
+        return Decoder(
+            self.path, run_id, self.run_headers(run_id), inputs, lambda: self.run_inputs(run_id)
+        )
+
     def results(self, ref: str) -> list[EvalSetResult]:
-        """The run's eval-set results, as ``assay eval --output`` would have written them."""
+        """The run's eval-set results, as ``assay eval --output`` would have written them, each
+        set's cases a :class:`~assay.history.stored.StoredCases`: read from the file as they
+        are reached, a batch at a time, never all held (only their row ids are)."""
         info = self.get(ref)
-        cases = self.case_results(info.id)
+        decoder = self._decoder(info.id)
         results: list[EvalSetResult] = []
-        for set_id, header, order in self._read(
-            "SELECT eval_set_id, header, case_order FROM run_sets WHERE run_id = ? "
-            "ORDER BY position",
+        listed = 0
+        for position, header in self._read(
+            "SELECT position, header FROM run_sets WHERE run_id = ? ORDER BY position",
             (info.id,),
         ):
+            rowids = self._listed_rowids(info.id, int(position))
+            listed += len(rowids)
             result = EvalSetResult.model_validate_json(header)
-            keys = [(set_id, eval_id, run) for eval_id, run in json.loads(order)]
-            result.eval_case_results = [cases.pop(k) for k in keys if k in cases]
-            results.append(result)
-        return results + _unfinished_sets(info, cases)
+            cases = StoredCases(self.path, rowids, decoder)
+            results.append(result.model_copy(update={"eval_case_results": cases}))
+        return results + self._unfinished_sets(info, decoder, listed)
+
+    def _listed_rowids(self, run_id: str, position: int) -> list[int]:
+        """The row ids of a finished set's cases, in its case order (a case listed twice, or
+        not recorded, left out)."""
+        try:
+            rows = self._read(
+                "SELECT c.rowid FROM run_sets s, json_each(s.case_order) j "
+                "JOIN case_results c ON c.run_id = s.run_id AND c.eval_set_id = s.eval_set_id "
+                "AND c.eval_id = json_extract(j.value, '$[0]') "
+                "AND c.run_number = json_extract(j.value, '$[1]') "
+                "WHERE s.run_id = ? AND s.position = ? GROUP BY c.rowid ORDER BY MIN(j.key)",
+                (run_id, position),
+            )
+        except HistoryError:  # an SQLite without JSON functions: the order read in Python
+            return self._listed_rowids_slowly(run_id, position)
+        return [int(row[0]) for row in rows]
+
+    def _listed_rowids_slowly(self, run_id: str, position: int) -> list[int]:
+        [(set_id, order)] = self._read(
+            "SELECT eval_set_id, case_order FROM run_sets WHERE run_id = ? AND position = ?",
+            (run_id, position),
+        )
+        recorded = {
+            (str(eval_id), int(run)): int(rowid)
+            for rowid, eval_id, run in self._read(
+                "SELECT rowid, eval_id, run_number FROM case_results "
+                "WHERE run_id = ? AND eval_set_id = ?",
+                (run_id, set_id),
+            )
+        }
+        found = (recorded.pop((eval_id, run), None) for eval_id, run in json.loads(order))
+        return [rowid for rowid in found if rowid is not None]
+
+    def _unfinished_sets(self, info: RunInfo, decoder: Decoder, listed: int) -> list[EvalSetResult]:
+        """Set results for the case results no finished set lists (a run that did not
+        finish), each set's in the order they were written."""
+        counted = self._read("SELECT COUNT(*) FROM case_results WHERE run_id = ?", (info.id,))
+        if int(counted[0][0]) == listed:
+            return []
+        taken: set[int] = set()
+        if listed:
+            for (position,) in self._read(
+                "SELECT position FROM run_sets WHERE run_id = ?", (info.id,)
+            ):
+                taken.update(self._listed_rowids(info.id, int(position)))
+        by_set: dict[str, tuple[array[int], list[int]]] = {}
+        for rowid, set_id, status in self._read(
+            "SELECT rowid, eval_set_id, status FROM case_results WHERE run_id = ? "
+            "ORDER BY written, rowid",
+            (info.id,),
+        ):
+            if rowid in taken:
+                continue
+            rowids, counts = by_set.setdefault(str(set_id), (array("q"), [0, 0, 0]))
+            rowids.append(int(rowid))
+            counts[_COUNTED.get(int(status), 2)] += 1
+        paths = {s.get("eval_set_id"): s.get("path") for s in info.config.get("sets", [])}
+        return [
+            EvalSetResult.model_construct(
+                eval_set_result_id=f"{info.id}_{set_id}",
+                eval_set_result_name=f"{info.id}_{set_id}".replace("/", "_"),
+                eval_set_id=set_id,
+                eval_case_results=StoredCases(self.path, rowids, decoder),
+                creation_timestamp=info.started,
+                assay=SetNotes(
+                    version=info.assay_version,
+                    eval_set_path=paths.get(set_id),
+                    summary=RunSummary(passed=counts[0], failed=counts[1], not_evaluated=counts[2]),
+                    warnings=[f"run {info.id} is {info.status}: these are the cases it recorded"],
+                ),
+            )
+            for set_id, (rowids, counts) in by_set.items()
+        ]
 
     def _info(self, row: tuple[Any, ...]) -> RunInfo:
         status = str(row[3])
@@ -494,25 +583,4 @@ def _prefix(ref: str) -> str:
     return escaped + "%"
 
 
-def _unfinished_sets(info: RunInfo, cases: Mapping[CaseKey, EvalCaseResult]) -> list[EvalSetResult]:
-    """Set results for case results no finished set lists (a run that did not finish)."""
-    by_set: dict[str, list[EvalCaseResult]] = {}
-    for (set_id, _, _), case in cases.items():
-        by_set.setdefault(set_id, []).append(case)
-    paths = {s.get("eval_set_id"): s.get("path") for s in info.config.get("sets", [])}
-    return [
-        EvalSetResult(
-            eval_set_result_id=f"{info.id}_{set_id}",
-            eval_set_result_name=f"{info.id}_{set_id}".replace("/", "_"),
-            eval_set_id=set_id,
-            eval_case_results=found,
-            creation_timestamp=info.started,
-            assay=SetNotes(
-                version=info.assay_version,
-                eval_set_path=paths.get(set_id),
-                summary=summarize(found),
-                warnings=[f"run {info.id} is {info.status}: these are the cases it recorded"],
-            ),
-        )
-        for set_id, found in by_set.items()
-    ]
+_COUNTED = {int(EvalStatus.PASSED): 0, int(EvalStatus.FAILED): 1}

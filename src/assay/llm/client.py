@@ -23,14 +23,18 @@ Every error it raises has passed through :func:`~assay.llm.redact.redact`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import inspect
 import json
 import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from types import TracebackType
+from typing import TYPE_CHECKING, TypeVar
 
 from assay.llm.base import (
     LlmBackend,
@@ -45,9 +49,13 @@ from assay.llm.cache import ResponseCache
 from assay.llm.redact import redact
 from assay.llm.slots import PromptSlots
 
+if TYPE_CHECKING:
+    from assay.llm.shared import ResponseStore, SharedLimit
+
 logger = logging.getLogger(__name__)
 
 Sleep = Callable[[float], Awaitable[None]]
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -109,7 +117,10 @@ class LlmClient:
 
     ``sleep`` and ``rng`` are injectable so tests can run the retry schedule without waiting.
     ``trip_after=0`` turns the circuit breaker off. The cache is the caller's: :meth:`aclose`
-    closes the backend, not the cache.
+    closes the backend, not the cache; any :class:`~assay.llm.shared.ResponseStore` serves (one
+    shared by a cluster's workers, say). ``limit``, when given, also bounds the attempts in
+    flight across every client sharing it (:class:`~assay.llm.shared.SharedLimit`, keyed by the
+    model string, at ``concurrency``).
     """
 
     def __init__(
@@ -119,10 +130,11 @@ class LlmClient:
         concurrency: int = 8,
         timeout_s: float = 120.0,
         retry: RetryPolicy = RetryPolicy(),  # frozen, so sharing the default is safe
-        cache: ResponseCache | None = None,
+        cache: ResponseCache | ResponseStore | None = None,
         sleep: Sleep = asyncio.sleep,
         rng: random.Random | None = None,
         trip_after: int = 5,
+        limit: SharedLimit | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -133,6 +145,8 @@ class LlmClient:
         self._timeout_s = timeout_s
         self._retry = retry
         self._cache = cache
+        self._limit = limit
+        self._concurrency = concurrency
         self._sleep = sleep
         self._rng = rng if rng is not None else random.Random()
         self._trip_after = trip_after
@@ -171,7 +185,7 @@ class LlmClient:
         """
         key = self.cache_key(request, sample) if self._cache is not None else None
         if key is not None and self._cache is not None:
-            hit = self._cache.get(key)
+            hit = await _settled(self._cache.get(key))
             if hit is not None:
                 self.stats.cache_hits += 1
                 return hit.model_copy(update={"cached": True, "usage": TokenUsage(cache_hits=1)})
@@ -186,7 +200,9 @@ class LlmClient:
         self.stats.prompt_tokens += response.usage.prompt_tokens
         self.stats.completion_tokens += response.usage.completion_tokens
         if key is not None and self._cache is not None:
-            self._cache.put(key, response, backend=self._backend.name, model=self.model)
+            await _settled(
+                self._cache.put(key, response, backend=self._backend.name, model=self.model)
+            )
         return response
 
     async def aclose(self) -> None:
@@ -245,7 +261,7 @@ class LlmClient:
     ) -> tuple[LlmResponse | LlmError, float]:
         """One attempt in a concurrency slot, cut off after ``limit`` seconds; returns the
         response or the error, and the seconds it took (time waiting for the slot excluded)."""
-        async with self._slots.hold(request):
+        async with self._slots.hold(request), self._shared_slot():
             started = time.monotonic()
             outcome: LlmResponse | LlmError
             try:
@@ -259,6 +275,12 @@ class LlmClient:
             except LlmError as error:
                 outcome = error
             return outcome, time.monotonic() - started
+
+    def _shared_slot(self) -> AbstractAsyncContextManager[object]:
+        """A slot of the shared limit (:class:`~assay.llm.shared.SharedLimit`), if any."""
+        if self._limit is None:
+            return contextlib.nullcontext()
+        return self._limit.hold(f"judge:{self.model}", self._concurrency)
 
     def _raise_if_tripped(self) -> None:
         if self._tripped is not None:
@@ -277,6 +299,13 @@ class LlmClient:
                 f" could not reach {self.model}; no more are sent)"
             )
             logger.warning("%s", self._tripped)
+
+
+async def _settled(value: _T | Awaitable[_T]) -> _T:
+    """``value``, awaited first when a store's method gave an awaitable (a remote store)."""
+    if inspect.isawaitable(value):
+        return await value
+    return value
 
 
 def _is_unreachable(error: LlmError) -> bool:

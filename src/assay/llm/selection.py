@@ -27,7 +27,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from assay.config import DEFAULT_JUDGE_MODEL, BaseCriterion, LlmAsAJudgeCriterion
 from assay.llm.backends.gemini import gemini_credentials, genai_available
@@ -40,6 +40,9 @@ from assay.llm.models import DEFAULT_MODEL, builtin_model, installed
 from assay.llm.profile import CriterionProfile, JudgeProfile
 from assay.llm.redact import redact
 from assay.llm.registry import resolve_backend
+
+if TYPE_CHECKING:
+    from assay.llm.shared import ResponseStore, SharedLimit
 
 JudgeSource = Literal["--judge-model", "ASSAY_JUDGE_MODEL", "config", "default", "embedded"]
 
@@ -182,10 +185,11 @@ class JudgePool:
         concurrency: int = 8,
         timeout_s: float | None = None,
         retry: RetryPolicy | None = None,
-        cache: ResponseCache | None = None,
+        cache: ResponseCache | ResponseStore | None = None,
         backend_factory: Callable[[str], LlmBackend] | None = None,
         profile: JudgeProfile | None = None,
         transcript: dict[tuple[str, str], str] | None = None,
+        limit: SharedLimit | None = None,
     ) -> None:
         self.override = override
         self.profile = profile
@@ -198,6 +202,9 @@ class JudgePool:
         self.timeout_s = timeout_s
         self.retry = retry
         self.cache = cache
+        self.limit = limit
+        """Also bounds calls to each remote model across every pool sharing it (a cluster's
+        workers); an embedded model, one per process, keeps its own limit."""
         self.backend_factory = backend_factory
         self.ledger = UsageLedger()
         self._choices: dict[str, JudgeChoice] = {}
@@ -263,5 +270,10 @@ class JudgePool:
         if retry.deadline_s < timeout:
             retry = dataclasses.replace(retry, deadline_s=timeout)
         return LlmClient(
-            backend, concurrency=concurrency, timeout_s=timeout, retry=retry, cache=self.cache
+            backend,
+            concurrency=concurrency,
+            timeout_s=timeout,
+            retry=retry,
+            cache=self.cache,
+            limit=None if local else self.limit,
         )

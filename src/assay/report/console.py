@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from rich.console import Console
 from rich.markup import escape
@@ -52,10 +53,58 @@ def format_score(score: float | None) -> str:
 def listed_cases(result: EvalSetResult, max_cases: int = 0) -> list[EvalCaseResult]:
     """The cases a set's table lists: all of them when there are at most ``max_cases`` (or
     ``max_cases`` is 0), else the first ``max_cases`` that did not pass."""
-    cases = result.eval_case_results
-    if max_cases <= 0 or len(cases) <= max_cases:
-        return list(cases)
-    return [case for case in cases if case.final_eval_status is not EvalStatus.PASSED][:max_cases]
+    return SetView.of(result, max_cases).listed
+
+
+@dataclass
+class _MetricCounts:
+    passed: int = 0
+    failed: int = 0
+    not_evaluated: int = 0
+    score_sum: float = 0.0
+    scored: int = 0
+
+
+@dataclass
+class SetView:
+    """What the console shows of one eval set, gathered in one pass over its cases (which may
+    be read back from disk one at a time): the cases its table lists, how many did not pass,
+    and, for a set too large to list, each metric's counts."""
+
+    result: EvalSetResult
+    total: int
+    listed: list[EvalCaseResult]
+    not_passed: int
+    metrics: dict[str, _MetricCounts] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, result: EvalSetResult, max_cases: int = 0) -> SetView:
+        """The view of ``result`` with at most ``max_cases`` cases listed (0: every case)."""
+        cases = result.eval_case_results
+        total = len(cases)
+        every = max_cases == 0 or total <= max_cases
+        view = cls(result, total, [], 0)
+        for case in cases:
+            passed = case.final_eval_status is EvalStatus.PASSED
+            view.not_passed += not passed
+            if every or (not passed and len(view.listed) < max_cases):
+                view.listed.append(case)
+            if every:
+                continue
+            for row in case.overall_eval_metric_results:
+                found = view.metrics.setdefault(row.metric_name, _MetricCounts())
+                if row.metric_name in case.assay.not_applicable:
+                    continue
+                if row.eval_status is EvalStatus.PASSED:
+                    found.passed += 1
+                elif row.eval_status is EvalStatus.FAILED:
+                    found.failed += 1
+                elif row.eval_status is EvalStatus.NOT_EVALUATED:
+                    found.not_evaluated += 1
+                if row.score is not None:
+                    found.score_sum += row.score
+                    found.scored += 1
+        return view
 
 
 def _title(result: EvalSetResult) -> str:
@@ -63,35 +112,23 @@ def _title(result: EvalSetResult) -> str:
     return escape(result.eval_set_id) + (f"  [dim]({escape(path)})[/]" if path else "")
 
 
-def metrics_table(result: EvalSetResult) -> Table:
+def metrics_table(result: EvalSetResult | SetView) -> Table:
     """One row per metric over the set's cases: passed, failed, not evaluated (cases it does
     not apply to left out) and the mean of its scores."""
-    counts: dict[str, list[int]] = {}
-    scores: dict[str, list[float]] = {}
-    for case in result.eval_case_results:
-        for row in case.overall_eval_metric_results:
-            found = counts.setdefault(row.metric_name, [0, 0, 0])
-            found_scores = scores.setdefault(row.metric_name, [])
-            if row.metric_name in case.assay.not_applicable:
-                continue
-            if row.eval_status in _COUNTED:
-                found[_COUNTED[row.eval_status]] += 1
-            if row.score is not None:
-                found_scores.append(row.score)
-    cases = len(result.eval_case_results)
-    table = Table(title=f"{_title(result)}: {cases:,} cases", title_justify="left")
+    view = result if isinstance(result, SetView) else SetView.of(result, max_cases=-1)  # no list
+    table = Table(title=f"{_title(view.result)}: {view.total:,} cases", title_justify="left")
     for column in ("Metric", "Passed", "Failed", "Not evaluated", "Mean score"):
         table.add_column(column, justify="left" if column == "Metric" else "right")
-    for name, (passed, failed, unevaluated) in counts.items():
-        found_scores = scores[name]
-        mean = sum(found_scores) / len(found_scores) if found_scores else None
+    for name, found in view.metrics.items():
+        mean = found.score_sum / found.scored if found.scored else None
         table.add_row(
-            escape(name), f"{passed:,}", f"{failed:,}", f"{unevaluated:,}", format_score(mean)
+            escape(name),
+            f"{found.passed:,}",
+            f"{found.failed:,}",
+            f"{found.not_evaluated:,}",
+            format_score(mean),
         )
     return table
-
-
-_COUNTED = {EvalStatus.PASSED: 0, EvalStatus.FAILED: 1, EvalStatus.NOT_EVALUATED: 2}
 
 
 WIDE = 110
@@ -147,21 +184,18 @@ class _Layout:
         return "\n".join(escape(line) for line in textwrap.wrap(text, self.why) or [""])
 
 
-def results_table(result: EvalSetResult, max_cases: int = 0, width: int = 140) -> Table:
+def results_table(result: EvalSetResult | SetView, max_cases: int = 0, width: int = 140) -> Table:
     """A row per case (its status, and why it was not evaluated) and under it a row per metric
     (score, threshold, status, and why it failed or was not evaluated:
     :func:`~assay.report.why.why`), laid out for ``width`` columns: names are never broken inside
     a word, and a reason shared by a case's rows is written once. Past ``max_cases`` cases, only
     those that did not pass (:func:`listed_cases`), with a caption that says so."""
-    cases = listed_cases(result, max_cases)
-    total = len(result.eval_case_results)
+    view = result if isinstance(result, SetView) else SetView.of(result, max_cases)
+    result, cases, total = view.result, view.listed, view.total
     notes = []
     if len(cases) < total:
-        failing = sum(
-            c.final_eval_status is not EvalStatus.PASSED for c in result.eval_case_results
-        )
         notes.append(
-            f"{len(cases):,} of the {failing:,} cases that did not pass, of {total:,} "
+            f"{len(cases):,} of the {view.not_passed:,} cases that did not pass, of {total:,} "
             "(--max-cases 0 lists every case)"
         )
     runs = any(case.assay.run > 1 for case in cases)
@@ -344,11 +378,12 @@ def print_results(
     ``max_cases`` cases (0: no limit) gets its table per metric, then the cases that did not
     pass, up to ``max_cases``."""
     for result in results:
-        total = len(result.eval_case_results)
+        view = SetView.of(result, max_cases)
+        total = view.total
         if 0 < max_cases < total:
-            console.print(metrics_table(result))
-        if listed_cases(result, max_cases) or not total:
-            console.print(results_table(result, max_cases, console.width))
+            console.print(metrics_table(view))
+        if view.listed or not total:
+            console.print(results_table(view, max_cases, console.width))
         else:  # a large set whose every case passed: nothing to list
             console.print(f"all {total:,} cases passed (--max-cases 0 lists every case)")
         judges = judges_line(result)
@@ -357,7 +392,7 @@ def print_results(
         for line in agreement_lines(result):
             console.print(line)
         if detailed:
-            for case in listed_cases(result, max_cases):
+            for case in view.listed:
                 if case.eval_metric_result_per_invocation:
                     console.print(detail_table(case))
         console.print()

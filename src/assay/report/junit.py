@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from assay._files import write_atomically
 from assay.metrics.base import EvalStatus
 from assay.report.judge_agreement import judged_metrics
 from assay.results.model import EvalCaseResult, EvalSetResult
@@ -98,26 +100,48 @@ def _testcase(result: EvalSetResult, case: EvalCaseResult, runs: bool) -> ET.Ele
     return element
 
 
-def _testsuite(result: EvalSetResult) -> ET.Element:
-    cases = result.eval_case_results
-    runs = any(case.assay.run > 1 for case in cases)
-    failures = sum(case.final_eval_status is EvalStatus.FAILED for case in cases)
-    errors = sum(case.final_eval_status is EvalStatus.NOT_EVALUATED for case in cases)
-    duration = (
-        result.assay.duration_s if result.assay else sum(case.assay.duration_s for case in cases)
-    )
+@dataclass(frozen=True)
+class _SuiteCounts:
+    """What a ``<testsuite>``'s attributes and its cases' names need, counted in one pass."""
+
+    tests: int
+    failures: int
+    errors: int
+    duration: float
+    runs: bool
+
+
+def _count(result: EvalSetResult) -> _SuiteCounts:
+    tests = failures = errors = 0
+    duration = 0.0
+    runs = False
+    for case in result.eval_case_results:
+        tests += 1
+        failures += case.final_eval_status is EvalStatus.FAILED
+        errors += case.final_eval_status is EvalStatus.NOT_EVALUATED
+        duration += case.assay.duration_s
+        runs = runs or case.assay.run > 1
+    if result.assay:
+        duration = result.assay.duration_s
+    return _SuiteCounts(tests, failures, errors, duration, runs)
+
+
+def _suite_element(result: EvalSetResult, counts: _SuiteCounts) -> tuple[ET.Element, list[str]]:
+    """The ``<testsuite>`` with its properties but no cases, and the warnings for its
+    ``<system-out>``."""
     suite = ET.Element(
         "testsuite",
         name=_xml_text(result.eval_set_id),
-        tests=str(len(cases)),
-        failures=str(failures),
-        errors=str(errors),
+        tests=str(counts.tests),
+        failures=str(counts.failures),
+        errors=str(counts.errors),
         skipped="0",
-        time=_seconds(duration),
+        time=_seconds(counts.duration),
     )
     if result.creation_timestamp:
         stamp = datetime.fromtimestamp(result.creation_timestamp, UTC)
         suite.set("timestamp", stamp.replace(tzinfo=None).isoformat(timespec="seconds"))
+    warnings: list[str] = []
     if result.assay is not None:
         properties = ET.SubElement(suite, "properties")
         notes = {
@@ -128,7 +152,6 @@ def _testsuite(result: EvalSetResult) -> ET.Element:
         for key, value in notes.items():
             if value is not None:
                 ET.SubElement(properties, "property", name=key, value=_xml_text(value))
-        warnings = []
         for judged in judged_metrics(result):
             for kind, value in (
                 ("judge", judged.judge),
@@ -140,26 +163,98 @@ def _testsuite(result: EvalSetResult) -> ET.Element:
                     ET.SubElement(properties, "property", name=name, value=_xml_text(value))
             if judged.warning:
                 warnings.append(f"warning: {judged.warning}")
-    else:
-        warnings = []
-    suite.extend(_testcase(result, case, runs) for case in cases)
+    return suite, warnings
+
+
+def _system_out(warnings: list[str]) -> ET.Element:
+    element = ET.Element("system-out")
+    element.text = _xml_text("\n".join(warnings))
+    return element
+
+
+def _testsuite(result: EvalSetResult) -> ET.Element:
+    counts = _count(result)
+    suite, warnings = _suite_element(result, counts)
+    suite.extend(_testcase(result, case, counts.runs) for case in result.eval_case_results)
     if warnings:
-        ET.SubElement(suite, "system-out").text = _xml_text("\n".join(warnings))
+        suite.append(_system_out(warnings))
     return suite
 
 
-def junit_tree(results: Sequence[EvalSetResult]) -> ET.ElementTree:
-    """The JUnit document: ``<testsuites>`` with totals, one ``<testsuite>`` per eval set."""
-    suites = [_testsuite(result) for result in results]
+def _root(counts: Sequence[_SuiteCounts]) -> ET.Element:
     root = ET.Element("testsuites", name="assay")
-    for attribute in ("tests", "failures", "errors", "skipped"):
-        root.set(attribute, str(sum(int(suite.get(attribute, "0")) for suite in suites)))
-    root.set("time", _seconds(sum(float(suite.get("time", "0")) for suite in suites)))
+    root.set("tests", str(sum(c.tests for c in counts)))
+    root.set("failures", str(sum(c.failures for c in counts)))
+    root.set("errors", str(sum(c.errors for c in counts)))
+    root.set("skipped", "0")
+    root.set("time", _seconds(sum(float(_seconds(c.duration)) for c in counts)))
+    return root
+
+
+def junit_tree(results: Sequence[EvalSetResult]) -> ET.ElementTree:
+    """The JUnit document as one tree: ``<testsuites>`` with totals, one ``<testsuite>`` per
+    eval set (every case in memory at once; :func:`write_junit` writes the same bytes case by
+    case)."""
+    suites = [_testsuite(result) for result in results]
+    root = _root([_count(result) for result in results])
     root.extend(suites)
     ET.indent(root)
     return ET.ElementTree(root)
 
 
+_INDENT = "  "
+
+
+def _xml(element: ET.Element, level: int) -> str:
+    """``element`` as :func:`ET.indent` lays it out at ``level`` inside the document (no
+    tail)."""
+    ET.indent(element, space=_INDENT, level=level)
+    return ET.tostring(element, encoding="unicode")
+
+
+def _open_tag(element: ET.Element) -> str:
+    """``<tag attr="...">`` as ElementTree writes it (an empty element is ``<tag ... />``)."""
+    bare = ET.Element(element.tag, element.attrib)
+    return ET.tostring(bare, encoding="unicode")[: -len(" />")] + ">"
+
+
+def _suite_text(result: EvalSetResult, counts: _SuiteCounts) -> Iterator[str]:
+    """One ``<testsuite>``, a piece per case, laid out as :func:`junit_tree` lays it out."""
+    suite, warnings = _suite_element(result, counts)
+    head = list(suite)
+    if not head and not counts.tests and not warnings:
+        yield _xml(suite, 1)
+        return
+    yield _open_tag(suite)
+    inner = "\n" + _INDENT * 2
+    for element in head:
+        yield inner + _xml(element, 2)
+    if counts.tests:
+        for case in result.eval_case_results:
+            yield inner + _xml(_testcase(result, case, counts.runs), 2)
+    if warnings:
+        yield inner + _xml(_system_out(warnings), 2)
+    yield "\n" + _INDENT + "</testsuite>"
+
+
+def junit_text(results: Sequence[EvalSetResult]) -> Iterator[str]:
+    """The JUnit document in pieces, a case at a time (two passes over each set's cases: one
+    for the counts its ``<testsuite>`` opens with, one to write them), byte for byte what
+    writing :func:`junit_tree` gives."""
+    counts = [_count(result) for result in results]
+    root = _root(counts)
+    yield "<?xml version='1.0' encoding='utf-8'?>\n"
+    if not results:
+        yield ET.tostring(root, encoding="unicode")
+        return
+    yield _open_tag(root)
+    for result, counted in zip(results, counts, strict=True):
+        yield "\n" + _INDENT
+        yield from _suite_text(result, counted)
+    yield "\n</testsuites>"
+
+
 def write_junit(path: Path, results: Sequence[EvalSetResult]) -> None:
-    """Write the results as JUnit XML (UTF-8, with an XML declaration) to ``path``."""
-    junit_tree(results).write(path, encoding="utf-8", xml_declaration=True)
+    """Write the results as JUnit XML (UTF-8, with an XML declaration) to ``path``, a case at a
+    time (through a temporary file beside it)."""
+    write_atomically(path, junit_text(results))

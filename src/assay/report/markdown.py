@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.metrics.base import EvalStatus
@@ -60,53 +60,81 @@ class MetricTotals:
         return self.score_sum / self.scored if self.scored else None
 
 
+def _add_totals(totals: dict[str, MetricTotals], case: EvalCaseResult) -> None:
+    for row in case.overall_eval_metric_results:
+        if row.metric_name in case.assay.not_applicable:
+            continue
+        entry = totals.setdefault(row.metric_name, MetricTotals(row.metric_name))
+        entry.passed += row.eval_status is EvalStatus.PASSED
+        entry.failed += row.eval_status is EvalStatus.FAILED
+        entry.informational |= row.eval_status is EvalStatus.INFORMATIONAL
+        if row.score is not None and math.isfinite(row.score):
+            entry.score_sum += row.score
+            entry.scored += 1
+
+
 def metric_totals(results: Sequence[EvalSetResult]) -> list[MetricTotals]:
     """Every metric's totals over all eval sets, in the order metrics first appear; metrics that
     do not apply to a case are left out for that case."""
     totals: dict[str, MetricTotals] = {}
-    for case in _cases(results):
-        for row in case.overall_eval_metric_results:
-            if row.metric_name in case.assay.not_applicable:
-                continue
-            entry = totals.setdefault(row.metric_name, MetricTotals(row.metric_name))
-            entry.passed += row.eval_status is EvalStatus.PASSED
-            entry.failed += row.eval_status is EvalStatus.FAILED
-            entry.informational |= row.eval_status is EvalStatus.INFORMATIONAL
-            if row.score is not None and math.isfinite(row.score):
-                entry.score_sum += row.score
-                entry.scored += 1
+    for result in results:
+        for case in result.eval_case_results:
+            _add_totals(totals, case)
     return list(totals.values())
 
 
+@dataclass
+class _Listed:
+    """A section's first :data:`LISTED` entries (the set's position, its id, case id, run,
+    text) and how many there are in all."""
+
+    shown: list[tuple[int, str, str, int, str]] = field(default_factory=list)
+    count: int = 0
+
+    def add(self, position: int, result: EvalSetResult, case: EvalCaseResult, text: str) -> None:
+        self.count += 1
+        if len(self.shown) < LISTED:
+            entry = (position, result.eval_set_id, case.eval_id, case.assay.run, text)
+            self.shown.append(entry)
+
+    def lines(self, runs: set[int]) -> list[str]:
+        return [
+            f"- **{_label(set_id, eval_id, run if position in runs else None)}**: {text}"
+            for position, set_id, eval_id, run, text in self.shown
+        ]
+
+
 def render_markdown(results: Sequence[EvalSetResult]) -> str:
-    """The run as a Markdown comment: totals, a per-metric table, failing and unevaluated cases."""
-    cases = [(result, case) for result in results for case in result.eval_case_results]
+    """The run as a Markdown comment: totals, a per-metric table, failing and unevaluated cases.
+    One pass over the cases, holding only the totals and the cases listed."""
     count = {status: 0 for status in EvalStatus}
-    for _, case in cases:
-        count[case.final_eval_status] += 1
+    totals: dict[str, MetricTotals] = {}
+    failing, unevaluated = _Listed(), _Listed()
+    runs: set[int] = set()  # the sets (by position) with a case run more than once
+    for position, result in enumerate(results):
+        for case in result.eval_case_results:
+            count[case.final_eval_status] += 1
+            _add_totals(totals, case)
+            if case.assay.run > 1:
+                runs.add(position)
+            if case.final_eval_status is EvalStatus.FAILED:
+                failing.add(position, result, case, _failing_metrics(case))
+            elif case.final_eval_status is EvalStatus.NOT_EVALUATED:
+                reason = escape_markdown(case.assay.reason or "no reason given")
+                unevaluated.add(position, result, case, reason)
     sets = ", ".join(escape_markdown(result.eval_set_id) for result in results) or "none"
     lines = [
         "## assay results",
         "",
         f"**{count[EvalStatus.PASSED]} passed, {count[EvalStatus.FAILED]} failed, "
-        f"{count[EvalStatus.NOT_EVALUATED]} not evaluated** of {len(cases)} case(s) "
+        f"{count[EvalStatus.NOT_EVALUATED]} not evaluated** of {sum(count.values())} case(s) "
         f"(eval sets: {sets})",
         "",
     ]
-    lines += _metric_table(metric_totals(results))
-    failing = [
-        f"- **{_label(result, case)}**: {_failing_metrics(case)}"
-        for result, case in cases
-        if case.final_eval_status is EvalStatus.FAILED
-    ]
-    unevaluated = [
-        f"- **{_label(result, case)}**: {escape_markdown(case.assay.reason or 'no reason given')}"
-        for result, case in cases
-        if case.final_eval_status is EvalStatus.NOT_EVALUATED
-    ]
+    lines += _metric_table(list(totals.values()))
     lines += _judges(results)
-    lines += _section("Failing cases", failing)
-    lines += _section("Not evaluated", unevaluated)
+    lines += _section("Failing cases", failing.lines(runs), failing.count)
+    lines += _section("Not evaluated", unevaluated.lines(runs), unevaluated.count)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -163,12 +191,11 @@ def _judges(results: Sequence[EvalSetResult]) -> list[str]:
     return [*lines, ""]
 
 
-def _section(title: str, items: list[str]) -> list[str]:
-    if not items:
+def _section(title: str, shown: list[str], count: int) -> list[str]:
+    if not count:
         return []
-    shown = items[:LISTED]
-    more = [f"- …and {len(items) - LISTED} more"] if len(items) > LISTED else []
-    return [f"### {title} ({len(items)})", "", *shown, *more, ""]
+    more = [f"- …and {count - len(shown)} more"] if count > len(shown) else []
+    return [f"### {title} ({count})", "", *shown, *more, ""]
 
 
 def _failing_metrics(case: EvalCaseResult) -> str:
@@ -182,11 +209,7 @@ def _failing_metrics(case: EvalCaseResult) -> str:
     return "; ".join(parts) or escape_markdown(case.assay.reason or "failed")
 
 
-def _label(result: EvalSetResult, case: EvalCaseResult) -> str:
-    runs = any(other.assay.run > 1 for other in result.eval_case_results)
-    run = f" (run {case.assay.run})" if runs else ""
-    return f"{escape_markdown(result.eval_set_id)} / {escape_markdown(case.eval_id)}{run}"
-
-
-def _cases(results: Sequence[EvalSetResult]) -> list[EvalCaseResult]:
-    return [case for result in results for case in result.eval_case_results]
+def _label(set_id: str, eval_id: str, run: int | None) -> str:
+    """``set / case``, with ``(run N)`` after it in a set where some case ran more than once."""
+    shown = "" if run is None else f" (run {run})"
+    return f"{escape_markdown(set_id)} / {escape_markdown(eval_id)}{shown}"

@@ -36,6 +36,12 @@ class CapturedRows:
     rows: list[Sequence[EvalMetricResult]] = field(default_factory=list)
     length: int | None = None
     """How many rows each metric has (-1 when they differ)."""
+    actual: tuple[list[Any], Sequence[Any]] | None = None
+    """Where the actual invocations came from in the run's inputs, and the invocations: a
+    traces entry, ``["t", eval set id, eval id, run]``, read for this case alone."""
+    expected: tuple[list[Any], Sequence[Any]] | None = None
+    """Where the expected invocations came from, ``[eval set position, case index]``, and the
+    invocations."""
 
     def made(
         self,

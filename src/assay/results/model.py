@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, field_serializer
 
 from assay.evalset._base import AssayModel
 from assay.evalset.invocation import Invocation
@@ -211,6 +211,16 @@ class EvalSetResult(AssayModel):
     eval_set_result_id: str
     eval_set_result_name: str | None = None
     eval_set_id: str
-    eval_case_results: list[EvalCaseResult] = Field(default_factory=list)
+    eval_case_results: Sequence[EvalCaseResult] = Field(default_factory=list)
+    """The case results in eval-set order: a list, or for a large run a sequence that reads
+    them back from disk on each pass (:class:`~assay.results.collected.CaseResults`)."""
     creation_timestamp: float = 0.0
     assay: SetNotes | None = None
+
+    @field_serializer("eval_case_results", mode="wrap")
+    def _every_case(
+        self, cases: Sequence[EvalCaseResult], serialize: SerializerFunctionWrapHandler
+    ) -> Any:
+        """A sequence read back from disk is dumped as the list it reads as (the results file
+        is written a case at a time instead: :mod:`assay.results.output`)."""
+        return serialize(cases if isinstance(cases, list) else list(cases))

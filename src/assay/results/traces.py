@@ -8,30 +8,45 @@ Two shapes are read:
   ``assay eval --output`` writes): the actual invocations of each case are taken from
   ``eval_metric_result_per_invocation``. A case result without any (one that was not evaluated
   because it had no trace) gives no trace for that case, so reading results back reproduces them.
+
+A JSON file larger than ``ASSAY_STREAM_MB`` is streamed (:mod:`assay.results.trace_stream`):
+checked in full as it is read, each case's invocations put into the process's spill file and
+parsed again each time they are asked for (:attr:`Traces.streamed`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-
 from assay._files import load_data, parse_json, type_name
-from assay.errors import Problem, TracesError, format_path, problems_from_validation, short_value
+from assay.errors import Problem, TracesError, format_path, short_value
 from assay.evalset.invocation import Invocation
+from assay.evalset.stream import (
+    EXACT_LIMIT,
+    JsonError,
+    NotStreamable,
+    should_stream,
+    syntax_problem,
+)
+from assay.results.trace_stream import (
+    KIND,
+    RUN_KEY,
+    CaseKey,
+    case_actuals,
+    field_key,
+    load_streamed,
+    mapping_key,
+    parse_invocations,
+    spill_key,
+    validate_invocations,
+)
+from assay.spill import shared_spill
 
-_INVOCATIONS = TypeAdapter(list[Invocation])
-
-
-RUN_KEY = re.compile(r"^(?P<eval_id>.+)#run(?P<run>[0-9]+)$")
-"""``<eval_id>#run<N>``: the key ``--save-traces`` writes run N (N ≥ 2) of a case under."""
-
-CaseKey = tuple[str | None, str]
+__all__ = ["RUN_KEY", "CaseKey", "Traces", "load_traces"]
 
 
 @dataclass
@@ -40,27 +55,70 @@ class Traces:
 
     ``by_case`` holds each case's first run; ``later_runs`` the runs after it, by run number
     (a traces file written with ``--num-runs``, or an ADK result listing a case more than once).
+    Both hold the runs kept in memory; a streamed file's runs are in the spill file, and are
+    parsed each time :meth:`lookup`, :meth:`get`, :meth:`runs` or :meth:`entries` gives them.
+    A run is in one place or the other, never both.
     """
 
     by_case: dict[CaseKey, list[Invocation]] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
     later_runs: dict[CaseKey, dict[int, list[Invocation]]] = field(default_factory=dict)
+    streamed: bool = False
+    """Whether some runs are in the spill file (a file was streamed)."""
+    spilled: dict[int, dict[CaseKey, str]] = field(default_factory=dict, repr=False)
+    """The runs in the spill file, by run number then case: the prefix of the load that stored
+    each (:func:`~assay.results.trace_stream.spill_key`). By run first, as most files have one
+    run a case: one entry a case."""
+
+    def lookup(self, set_id: str | None, eval_id: str, run: int) -> list[Invocation] | None:
+        """The invocations of exactly this entry (no falling back to ``set_id`` None), or None."""
+        key: CaseKey = (set_id, eval_id)
+        found = self.by_case.get(key) if run == 1 else self.later_runs.get(key, {}).get(run)
+        if found is not None:
+            return found
+        prefix = self.spilled.get(run, {}).get(key)
+        if prefix is None:
+            return None
+        body = shared_spill().get(KIND, spill_key(prefix, key), run)
+        return None if body is None else parse_invocations(body)
 
     def get(self, eval_set_id: str, eval_id: str) -> list[Invocation] | None:
         """The invocations recorded for a case, preferring an entry for the same eval set."""
-        found = self.by_case.get((eval_set_id, eval_id))
-        return found if found is not None else self.by_case.get((None, eval_id))
+        found = self.lookup(eval_set_id, eval_id, 1)
+        return found if found is not None else self.lookup(None, eval_id, 1)
 
     def runs(self, eval_set_id: str, eval_id: str) -> list[tuple[int, list[Invocation]]]:
         """Every recorded run of a case as ``(run, invocations)``, first run first."""
         key: CaseKey = (eval_set_id, eval_id)
-        if key not in self.by_case and key not in self.later_runs:
+        if not self._has(key):
             key = (None, eval_id)
-        found = [(1, self.by_case[key])] if key in self.by_case else []
-        return found + sorted(self.later_runs.get(key, {}).items())
+        spilled = {run for run, cases in self.spilled.items() if key in cases}
+        numbers = {*self.later_runs.get(key, {}), *spilled}
+        first = [1] if key in self.by_case or 1 in numbers else []
+        found = []
+        for run in first + sorted(numbers - {1}):
+            given = self.lookup(key[0], key[1], run)
+            if given is not None:
+                found.append((run, given))
+        return found
+
+    def entries(self) -> Iterator[tuple[CaseKey, int, list[Invocation]]]:
+        """Every run as ``(case key, run, invocations)``: those in memory, then the spilled ones
+        (parsed one at a time)."""
+        for key, first in self.by_case.items():
+            yield key, 1, first
+        for key, runs in self.later_runs.items():
+            for run, later in runs.items():
+                yield key, run, later
+        for run, cases in list(self.spilled.items()):
+            for key in list(cases):
+                found = self.lookup(key[0], key[1], run)
+                if found is not None:
+                    yield key, run, found
 
     def add(self, key: CaseKey, invocations: list[Invocation], run: int = 1) -> None:
         """Record one run of a case."""
+        self._unspill(key, run)
         if run == 1:
             self.by_case[key] = invocations
         else:
@@ -68,10 +126,36 @@ class Traces:
 
     def merge(self, other: Traces) -> None:
         """Add another file's traces; later files win on the same case."""
-        self.by_case.update(other.by_case)
+        for key, invocations in other.by_case.items():
+            self.add(key, invocations)
         for key, runs in other.later_runs.items():
-            self.later_runs[key] = {**self.later_runs.get(key, {}), **runs}
+            for run, invocations in runs.items():
+                self.add(key, invocations, run)
+        for run, cases in other.spilled.items():
+            mine = self.spilled.setdefault(run, {})
+            for key, prefix in cases.items():
+                self._forget(key, run)
+                mine[key] = prefix
         self.sources.extend(other.sources)
+        self.streamed = self.streamed or other.streamed
+
+    def _has(self, key: CaseKey) -> bool:
+        in_spill = any(key in cases for cases in self.spilled.values())
+        return key in self.by_case or key in self.later_runs or in_spill
+
+    def _unspill(self, key: CaseKey, run: int) -> None:
+        cases = self.spilled.get(run)
+        if cases is not None and cases.pop(key, None) is not None and not cases:
+            del self.spilled[run]
+
+    def _forget(self, key: CaseKey, run: int) -> None:
+        """Drop the in-memory entry of this run, if any."""
+        if run == 1:
+            self.by_case.pop(key, None)
+            return
+        later = self.later_runs.get(key)
+        if later is not None and later.pop(run, None) is not None and not later:
+            del self.later_runs[key]
 
 
 def load_traces(paths: Iterable[str | Path]) -> Traces:
@@ -88,7 +172,25 @@ def load_traces(paths: Iterable[str | Path]) -> Traces:
     return traces
 
 
+def _load_streamed(path: Path) -> Traces | None:
+    """The file streamed (see :mod:`assay.results.trace_stream`), or None for the eager reader
+    to read: a shape it leaves to that, or malformed JSON small enough to report exactly."""
+    try:
+        found = load_streamed(path)
+    except (NotStreamable, OSError):
+        return None
+    except JsonError as exc:
+        if path.stat().st_size > EXACT_LIMIT:
+            raise TracesError([syntax_problem(path, exc)]) from None
+        return None
+    return Traces(sources=[str(path)], streamed=True, spilled=found.runs)
+
+
 def _load_one(path: Path) -> Traces:
+    if path.suffix.lower() not in {".yaml", ".yml"} and should_stream(path):
+        streamed = _load_streamed(path)
+        if streamed is not None:
+            return streamed
     file = str(path)
     data = load_data(path, TracesError)
     if isinstance(data, str):  # ADK's legacy writer double-encodes JSON
@@ -122,43 +224,27 @@ def _load_one(path: Path) -> Traces:
     )
 
 
-def _invocations(data: Any, file: str, path: list[str | int]) -> list[Invocation]:
-    try:
-        return _INVOCATIONS.validate_python(data)
-    except ValidationError as exc:
-        raise TracesError(problems_from_validation(exc, file, data, path)) from None
-
-
 def _from_mapping(data: dict[str, Any], file: str) -> Traces:
     traces = Traces(sources=[file])
     problems: list[Problem] = []
-    for eval_id, invocations in data.items():
-        if not isinstance(invocations, list):
+    for eval_id, given in data.items():
+        if not isinstance(given, list):
             problems.append(
                 Problem(
                     file,
                     format_path([eval_id]),
-                    f"expected a list of invocations; got {type_name(invocations)}",
+                    f"expected a list of invocations; got {type_name(given)}",
                 )
             )
             continue
-        numbered = RUN_KEY.match(eval_id)
-        run = int(numbered["run"]) if numbered else 1
-        case_id = numbered["eval_id"] if numbered and run >= 1 else eval_id
+        case_id, run = mapping_key(eval_id)
         try:
-            traces.add((None, case_id), _invocations(invocations, file, [eval_id]), max(run, 1))
+            traces.add((None, case_id), validate_invocations(given, file, [eval_id]), run)
         except TracesError as exc:
             problems.extend(exc.problems)
     if problems:
         raise TracesError(problems)
     return traces
-
-
-def _key(data: dict[str, Any], snake: str) -> str:
-    """The key ``data`` spells a field with: ``snake`` or its camelCase form (ADK reads both)."""
-    head, *rest = snake.split("_")
-    camel = head + "".join(word.capitalize() for word in rest)
-    return camel if snake not in data and camel in data else snake
 
 
 def _from_set_results(results: list[dict[str, Any]], file: str, prefix: tuple[()] | None) -> Traces:
@@ -167,8 +253,8 @@ def _from_set_results(results: list[dict[str, Any]], file: str, prefix: tuple[()
     seen: dict[CaseKey, int] = {}  # a case listed again is its next run (ADK's num_runs)
     for s, result in enumerate(results):
         base: list[str | int] = [] if prefix is not None else [s]
-        set_id = result.get(_key(result, "eval_set_id"))
-        cases_key = _key(result, "eval_case_results")
+        set_id = result.get(field_key(result, "eval_set_id"))
+        cases_key = field_key(result, "eval_case_results")
         cases = result.get(cases_key)
         if not isinstance(cases, list):
             problems.append(
@@ -180,48 +266,13 @@ def _from_set_results(results: list[dict[str, Any]], file: str, prefix: tuple[()
             )
             continue
         for c, case in enumerate(cases):
-            where: list[str | int] = [*base, cases_key, c]
-            eval_id = case.get(_key(case, "eval_id")) if isinstance(case, dict) else None
-            if not isinstance(case, dict) or not isinstance(eval_id, str):
-                problems.append(
-                    Problem(file, format_path(where), "expected a case result with 'eval_id'")
-                )
+            found = case_actuals(case, file, [*base, cases_key, c], problems)
+            if found is None:
                 continue
-            rows_key = _key(case, "eval_metric_result_per_invocation")
-            rows = case.get(rows_key)
-            rows = [] if rows is None else rows
-            if not isinstance(rows, list):
-                problems.append(
-                    Problem(
-                        file,
-                        format_path([*where, rows_key]),
-                        f"expected a list; got {type_name(rows)}",
-                    )
-                )
-                continue
-            if not rows:  # not evaluated for want of a trace: still no trace
-                continue
-            invocations: list[Invocation] = []
-            for r, row in enumerate(rows):
-                actual_key = _key(row, "actual_invocation") if isinstance(row, dict) else ""
-                row_path = [*where, rows_key, r, actual_key or "actual_invocation"]
-                actual = row.get(actual_key) if isinstance(row, dict) else None
-                try:
-                    invocations += _invocations([actual], file, row_path[:-1])
-                except TracesError as exc:
-                    problems.extend(_unwrap(p, row_path) for p in exc.problems)
+            eval_id, actuals = found
             key: CaseKey = (set_id if isinstance(set_id, str) else None, eval_id)
             seen[key] = seen.get(key, 0) + 1
-            traces.add(key, invocations, seen[key])
+            traces.add(key, [invocation for _, invocation in actuals], seen[key])
     if problems:
         raise TracesError(problems)
     return traces
-
-
-def _unwrap(problem: Problem, row_path: list[str | int]) -> Problem:
-    """Rewrite ``...[r][0].x`` (the one-item list validated) as ``...[r].actual_invocation.x``."""
-    wrapped = format_path([*row_path[:-1], 0])
-    if problem.path.startswith(wrapped):
-        rest = problem.path[len(wrapped) :]
-        return Problem(problem.file, format_path(row_path) + rest, problem.message)
-    return problem

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from assay.agents.base import Agent, AgentFactory, CaseContext
 from assay.evalset.case import EvalCase
@@ -45,6 +46,9 @@ class Attempt:
     invocations: list[Invocation] | None
     reason: str | None = None
     simulator_usage: TokenUsage | None = None
+    trace: list[Any] | None = None
+    """Where the invocations were read, ``["t", eval set id, eval id, run]`` (the run
+    history stores that instead of them): set when they came from a traces file."""
 
 
 def _attempt(done: CaseInference) -> Attempt:

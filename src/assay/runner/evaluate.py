@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from assay._async import sync_of
 from assay._collector import results_kept_frozen
@@ -29,13 +30,13 @@ from assay.config import (
 )
 from assay.evalset.case import EvalCase
 from assay.evalset.io import LoadedEvalSet
-from assay.llm.base import TokenUsage
 from assay.llm.judge import Judge
 from assay.llm.profile import JudgeProfile, bundled_profile
 from assay.metrics.custom import custom_metric
 from assay.metrics.registry import JudgeProvider, MetricRegistry, default_registry
 from assay.results.captured import Captures
-from assay.results.model import SIMULATOR, EvalCaseResult, EvalSetResult, JudgeInfo, SetNotes
+from assay.results.collected import CaseResults
+from assay.results.model import EvalCaseResult, EvalSetResult, JudgeInfo, SetNotes
 from assay.results.model import summarize as summarize  # re-exported: callers import it from here
 from assay.results.traces import Traces
 from assay.runner.agent_run import AgentSettings, Attempt, SimulatorFactory, infer_set
@@ -44,6 +45,7 @@ from assay.runner.scoring import ConfiguredMetric, score_case
 
 if TYPE_CHECKING:
     from assay.llm.selection import JudgeChoice
+    from assay.llm.shared import ResponseStore, SharedLimit
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,9 @@ class EvalSetJob:
     config: EvalConfig = field(default_factory=default_config)
     config_source: str = "defaults"
 
+
+_W = TypeVar("_W")
+_R = TypeVar("_R")
 
 CaseCallback = Callable[[EvalSetJob, EvalCaseResult], None]
 
@@ -86,6 +91,11 @@ class JudgeSettings:
     transcript: dict[tuple[str, str], str] | None = None
     """When given, filled with each case's judge input by (metric, case id) (see
     :attr:`~assay.llm.judge.Judge.transcript`)."""
+    shared_cache: ResponseStore | None = None
+    """With ``cache``, the store to use instead of opening ``cache_path`` (one a cluster's
+    workers share: :mod:`assay.runner.ray_executor`); the run does not close it."""
+    shared_limit: SharedLimit | None = None
+    """Also bounds calls to each remote judge model across every run sharing it."""
 
 
 class _RecordingProvider:
@@ -210,16 +220,6 @@ def judge_infos(recording: _RecordingProvider | None) -> dict[str, JudgeInfo]:
     return infos
 
 
-def _usage_by_metric(results: Sequence[EvalCaseResult]) -> dict[str, TokenUsage]:
-    usage: dict[str, TokenUsage] = {}
-    for case in results:
-        for metric, notes in case.assay.metrics.items():
-            usage[metric] = usage.get(metric, TokenUsage()) + notes.usage
-        if case.assay.simulator_usage is not None:
-            usage[SIMULATOR] = usage.get(SIMULATOR, TokenUsage()) + case.assay.simulator_usage
-    return usage
-
-
 def _from_traces(traces: Traces, eval_set_id: str) -> Callable[[EvalCase], list[Attempt]]:
     sources = ", ".join(traces.sources) or "the traces"
 
@@ -227,7 +227,10 @@ def _from_traces(traces: Traces, eval_set_id: str) -> Callable[[EvalCase], list[
         runs = traces.runs(eval_set_id, case.eval_id)
         if not runs:
             return [Attempt(1, None, f"no trace for this case in {sources}")]
-        return [Attempt(run, invocations) for run, invocations in runs]
+        return [
+            Attempt(run, invocations, trace=["t", eval_set_id, case.eval_id, run])
+            for run, invocations in runs
+        ]
 
     return attempts
 
@@ -243,6 +246,8 @@ async def _evaluate_set(
     done: DoneCases | None = None,
     captures: Captures | None = None,
     finished_case: Callable[[], None] | None = None,
+    window: int = 64,
+    position: int | None = None,
 ) -> EvalSetResult:
     started = time.perf_counter() if started is None else started
     eval_set = job.loaded.eval_set
@@ -253,8 +258,10 @@ async def _evaluate_set(
         job.config, registry, recording, eval_set_folder=_folder_of(job.loaded.path)
     )
 
-    async def one(case: EvalCase, attempt: Attempt) -> EvalCaseResult:
-        finished = (done or {}).get((eval_set.eval_set_id, case.eval_id, attempt.run))
+    async def one(item: tuple[int, EvalCase, Attempt]) -> EvalCaseResult:
+        index, case, attempt = item
+        key = (eval_set.eval_set_id, case.eval_id, attempt.run)
+        finished = done.get(key) if done is not None else None  # not `or`: len() may query
         if finished is not None:
             return finished
         async with semaphore:
@@ -268,46 +275,93 @@ async def _evaluate_set(
                 attempt.simulator_usage,
                 captures,
             )
+        remember(case, index, attempt, result)
         if on_case is not None:
             on_case(job, result)
         if finished_case is not None:
             finished_case()
         return result
 
-    scored = [one(case, attempt) for case in eval_set.eval_cases for attempt in attempts(case)]
-    case_results = list(await asyncio.gather(*scored))
-    return set_result(job, case_results, judge_infos(recording), started)
+    def remember(case: EvalCase, index: int, attempt: Attempt, result: EvalCaseResult) -> None:
+        """Say where the case's invocations came from, for the run history's encoder."""
+        captured = captures.get(id(result)) if captures is not None else None
+        if captured is None:
+            return
+        if attempt.trace is not None and attempt.invocations:
+            captured.actual = (attempt.trace, attempt.invocations)
+        if position is not None and case.conversation:
+            captured.expected = ([position, index], case.conversation)
+
+    work = (
+        (index, case, attempt)
+        for index, case in enumerate(eval_set.eval_cases)
+        for attempt in attempts(case)
+    )
+    collected = CaseResults()
+    async for result in in_order(work, one, window=window):
+        collected.append(result)
+    return set_result(job, collected.close(), judge_infos(recording), started)
+
+
+def _window(concurrency: int) -> int:
+    """Cases started ahead of the oldest unfinished one: enough to keep ``concurrency`` busy
+    past a slow case, few enough that memory does not grow with the eval set."""
+    return max(4 * concurrency, 64)
+
+
+async def in_order(
+    work: Iterable[_W], one: Callable[[_W], Awaitable[_R]], *, window: int
+) -> AsyncIterator[_R]:
+    """``one`` of each item of ``work``, at most ``window`` started and not yet handed on, the
+    results in the order of ``work`` (which is read as it goes: a generator over a streamed eval
+    set is never held whole). If one fails, the others are cancelled."""
+    pending: deque[asyncio.Future[_R]] = deque()
+    try:
+        for item in work:
+            pending.append(asyncio.ensure_future(one(item)))
+            if len(pending) >= window:
+                yield await pending.popleft()
+        while pending:
+            yield await pending.popleft()
+    finally:
+        for future in pending:
+            future.cancel()
 
 
 def set_result(
     job: EvalSetJob,
-    case_results: list[EvalCaseResult],
+    case_results: Sequence[EvalCaseResult],
     judges: dict[str, JudgeInfo],
     started: float,
 ) -> EvalSetResult:
-    """One eval set's result: its case results in eval-set order, with the set's notes (the
-    summary and token usage over its cases, ``judges`` as :func:`judge_infos` describes them,
-    the time since ``started``, a :func:`time.perf_counter` reading)."""
+    """One eval set's result: its case results in eval-set order (a :class:`CaseResults` as the
+    runner collects them, or any sequence), with the set's notes (the summary and token usage
+    over its cases, ``judges`` as :func:`judge_infos` describes them, the time since
+    ``started``, a :func:`time.perf_counter` reading)."""
     eval_set = job.loaded.eval_set
+    collected = CaseResults.of(case_results)
     created = time.time()
     result_id = f"{_app_name(eval_set.eval_cases)}_{eval_set.eval_set_id}_{created}"
-    return EvalSetResult(
-        eval_set_result_id=result_id,
-        eval_set_result_name=result_id.replace("/", "_"),
-        eval_set_id=eval_set.eval_set_id,
-        eval_case_results=case_results,
-        creation_timestamp=created,
-        assay=SetNotes(
-            version=__version__,
-            eval_set_path=str(job.loaded.path),
-            config_source=job.config_source,
-            criteria=job.config.criteria_as_written(),
-            summary=summarize(case_results),
-            duration_s=round(time.perf_counter() - started, 6),
-            judges=judges,
-            usage=_usage_by_metric(case_results),
-        ),
+    notes = SetNotes(
+        version=__version__,
+        eval_set_path=str(job.loaded.path),
+        config_source=job.config_source,
+        criteria=job.config.criteria_as_written(),
+        summary=collected.summary,
+        duration_s=round(time.perf_counter() - started, 6),
+        judges=judges,
+        usage=collected.usage,
     )
+    fields: dict[str, Any] = {
+        "eval_set_result_id": result_id,
+        "eval_set_result_name": result_id.replace("/", "_"),
+        "eval_set_id": eval_set.eval_set_id,
+        "creation_timestamp": created,
+        "assay": notes,
+    }
+    if collected.spilled:  # read back on each pass; validating it would make it a list
+        return EvalSetResult.model_construct(eval_case_results=collected, **fields)
+    return EvalSetResult(eval_case_results=list(collected), **fields)
 
 
 async def _with_judge_pool(
@@ -321,7 +375,7 @@ async def _with_judge_pool(
 
     env = settings.env if settings.env is not None else os.environ
     cache = None
-    if settings.cache:
+    if settings.cache and settings.shared_cache is None:
         cache = ResponseCache(settings.cache_path or ResponseCache.default_path(env))
     pool = JudgePool(
         override=settings.model,
@@ -329,9 +383,10 @@ async def _with_judge_pool(
         concurrency=settings.concurrency,
         timeout_s=settings.timeout_s,
         retry=RetryPolicy(max_attempts=settings.max_attempts),
-        cache=cache,
+        cache=settings.shared_cache if settings.cache and cache is None else cache,
         profile=settings.profile,
         transcript=settings.transcript,
+        limit=settings.shared_limit,
     )
     try:
         return await run(pool)
@@ -375,7 +430,7 @@ async def evaluate(
     registry = registry or default_registry()
     semaphore = asyncio.Semaphore(concurrency)
 
-    async def one_set(job: EvalSetJob, pool: JudgeProvider | None) -> EvalSetResult:
+    async def one_set(position: int, job: EvalSetJob, pool: JudgeProvider | None) -> EvalSetResult:
         started = time.perf_counter()
         provider = _RecordingProvider(pool) if pool is not None else None  # judges and user
         if agent is None:
@@ -385,10 +440,11 @@ async def evaluate(
             simulators = agent.make_simulator or _default_simulators(job, provider)
             runs = range(1, agent.inference.num_runs + 1)
             set_id = job.loaded.eval_set.eval_set_id
+            had = done if done is not None else {}
             skipped = {
                 c.eval_id: [Attempt(run, None) for run in runs]
                 for c in job.loaded.eval_set.eval_cases
-                if all((set_id, c.eval_id, run) in (done or {}) for run in runs)
+                if all((set_id, c.eval_id, run) in had for run in runs)
             }
             pending = [c for c in job.loaded.eval_set.eval_cases if c.eval_id not in skipped]
             found, inferences = await infer_set(pending, agent, simulators)
@@ -409,10 +465,12 @@ async def evaluate(
             done,
             captures,
             finished_case,
+            _window(concurrency),
+            position,
         )
 
     async def run(provider: JudgeProvider | None) -> list[EvalSetResult]:
-        return [await one_set(job, provider) for job in jobs]
+        return [await one_set(n, job, provider) for n, job in enumerate(jobs)]
 
     with results_kept_frozen() as finished_case:
         if isinstance(judges, JudgeSettings) or judges is None:

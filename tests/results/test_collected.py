@@ -1,0 +1,93 @@
+"""CaseResults: a set's results held while few, spilled to disk past a limit, read back in order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from _support import Example
+
+from assay.evalset.io import load_eval_set
+from assay.metrics.base import EvalStatus
+from assay.results.collected import CaseResults, keep_cases
+from assay.results.model import EvalCaseResult, summarize
+from assay.results.traces import load_traces
+from assay.runner.evaluate import EvalSetJob, evaluate_sync
+from assay.spill import Spill
+
+
+@pytest.fixture
+def results(example: Example) -> list[EvalCaseResult]:
+    job = EvalSetJob(load_eval_set(example.evalset))
+    [result] = evaluate_sync([job], load_traces([example.traces]))
+    return list(result.eval_case_results)
+
+
+@pytest.fixture
+def spill(tmp_path: Path) -> Spill:
+    made = Spill(tmp_path)
+    yield made
+    made.close()
+
+
+def test_results_under_the_limit_are_held_as_they_are(results: list[EvalCaseResult]) -> None:
+    collected = CaseResults(keep=len(results))
+    for result in results:
+        collected.append(result)
+
+    assert not collected.spilled
+    assert [id(r) for r in collected] == [id(r) for r in results]
+
+
+def test_results_past_the_limit_are_spilled_and_read_back_equal_in_order(
+    results: list[EvalCaseResult], spill: Spill
+) -> None:
+    collected = CaseResults(keep=2, spill=spill)
+    for result in results * 3:
+        collected.append(result)
+    collected.close()
+
+    assert collected.spilled
+    assert len(collected) == 3 * len(results)
+    assert list(collected) == results * 3
+    assert collected[4] == results[4 % len(results)]
+    assert collected[-1] == results[-1]
+    assert list(collected[1:4]) == (results * 3)[1:4]
+    assert collected == results * 3
+    with pytest.raises(IndexError):
+        collected[3 * len(results)]
+
+
+def test_spilled_results_are_not_kept_in_memory(
+    results: list[EvalCaseResult], spill: Spill
+) -> None:
+    collected = CaseResults(keep=0, spill=spill)
+    for result in results:
+        collected.append(result)
+    collected.close()
+
+    assert [id(r) for r in collected].count(id(results[0])) == 0  # each read is a new object
+    assert spill.indexes("result", collected._key) == list(range(len(results)))
+
+
+def test_the_summary_usage_and_unevaluated_count_are_kept_as_results_arrive(
+    results: list[EvalCaseResult], spill: Spill
+) -> None:
+    collected = CaseResults(keep=1, spill=spill)
+    for result in results:
+        collected.append(result)
+
+    assert collected.summary == summarize(results)
+    assert collected.unevaluated_in_passed == sum(
+        len(r.unevaluated_metrics()) for r in results if r.final_eval_status is EvalStatus.PASSED
+    )
+    assert collected.usage.keys() == {m for r in results for m in r.assay.metrics}
+
+
+def test_the_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASSAY_KEEP_CASES", "7")
+    assert keep_cases() == 7
+    monkeypatch.setenv("ASSAY_KEEP_CASES", "many")
+    assert keep_cases() == 2000
+    monkeypatch.delenv("ASSAY_KEEP_CASES")
+    assert keep_cases() == 2000
