@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 from warnings import catch_warnings, simplefilter
 
 import click
@@ -29,7 +30,8 @@ from assay.llm.profile import JudgeProfile, bundled_source, resolve_profile
 from assay.metrics.base import EvalStatus
 from assay.report.console import print_results
 from assay.report.progress import HEARTBEAT_S, RunProgress
-from assay.results.model import EvalCaseResult, EvalSetResult
+from assay.results.collected import CaseResults
+from assay.results.model import EvalCaseResult, EvalSetResult, RunSummary
 from assay.results.output import result_chunks
 from assay.results.traces import Traces, load_traces
 from assay.runner.agent_run import AgentSettings, recorded_inference, write_traces
@@ -183,12 +185,47 @@ def _heartbeat_s() -> float:
 
 def _unevaluated_in_passed_cases(results: Sequence[EvalSetResult]) -> int:
     """Applicable metrics not evaluated in cases that still passed (ADK counts the case as
-    passed; the exit code does not)."""
+    passed; the exit code does not): counted as the run went, or else now."""
     return sum(
-        len(case.unevaluated_metrics())
+        cases.unevaluated_in_passed
+        if isinstance(cases := result.eval_case_results, CaseResults)
+        else sum(
+            len(case.unevaluated_metrics())
+            for case in cases
+            if case.final_eval_status is EvalStatus.PASSED
+        )
         for result in results
-        for case in result.eval_case_results
-        if case.final_eval_status is EvalStatus.PASSED
+    )
+
+
+def _evaluate(
+    executor: str,
+    ray_address: str | None,
+    jobs: Sequence[EvalSetJob],
+    traces: Traces | None,
+    *,
+    agent_spec: str | None,
+    **options: Any,
+) -> list[EvalSetResult]:
+    """The run, in this process or (``executor == "ray"``) as tasks on a Ray cluster; Ray is
+    imported only for the latter."""
+    if executor == "ray":
+        from assay.runner.ray_executor import evaluate_on_ray
+
+        return evaluate_on_ray(jobs, traces, agent_spec=agent_spec, address=ray_address, **options)
+    return evaluate_sync(jobs, traces, **options)
+
+
+def _run_summary(results: Sequence[EvalSetResult]) -> RunSummary:
+    """The whole run's summary, from each set's (counted as the run went)."""
+    summaries = [
+        result.assay.summary if result.assay else summarize(result.eval_case_results)
+        for result in results
+    ]
+    return RunSummary(
+        passed=sum(s.passed for s in summaries),
+        failed=sum(s.failed for s in summaries),
+        not_evaluated=sum(s.not_evaluated for s in summaries),
     )
 
 
@@ -359,6 +396,20 @@ def _unevaluated_in_passed_cases(results: Sequence[EvalSetResult]) -> int:
     help="Continue a recorded run (its id, or latest) with the same eval sets and options: "
     "its finished cases are kept, neither the agent nor the judge is called for them.",
 )
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where cases run: in this process, or as tasks on a Ray cluster (docs/ray.md; "
+    "pip install 'assay[ray]'), where the concurrency limits hold for the whole cluster.",
+)
+@click.option(
+    "--ray-address",
+    metavar="ADDR",
+    help="With --executor ray: the cluster to join (HOST:PORT, ray://HOST:PORT or auto); "
+    "default $RAY_ADDRESS, else a local cluster started for the run.",
+)
 def eval_command(
     eval_sets: tuple[str, ...],
     config_path: str | None,
@@ -387,6 +438,8 @@ def eval_command(
     history: bool,
     history_file: str | None,
     resume: str | None,
+    executor: str,
+    ray_address: str | None,
 ) -> None:
     """Score EVALSET files against recorded traces (--traces) or by running an agent (--agent),
     and print a results table."""
@@ -462,10 +515,13 @@ def eval_command(
                 progress.case_done(job, result)
 
         with progress if show_progress else contextlib.nullcontext():
-            results = evaluate_sync(
+            results = _evaluate(
+                executor,
+                ray_address,
                 jobs,
                 None if agent else traces,
                 agent=agent,
+                agent_spec=agent_spec,
                 concurrency=concurrency,
                 judges=judges,
                 on_inference=lambda _job, done: saved.extend(done),
@@ -481,7 +537,7 @@ def eval_command(
         kept = [recorded_inference(case) for case in recording.done.values()]
         write_traces(Path(save_traces_path), [*kept, *saved])
         console.print(f"traces written to {escape(save_traces_path)}")
-    summary = summarize([case for result in results for case in result.eval_case_results])
+    summary = _run_summary(results)
     print_results(console, results, summary, detailed=print_detailed_results, max_cases=max_cases)
     if output_path:
         _write_output(Path(output_path), results)
