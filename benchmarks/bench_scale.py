@@ -2,7 +2,7 @@
 against google-adk 2.13.0, on the same generated data in the same run.
 
     .venv/bin/python benchmarks/bench_scale.py [--n 5000 [50000 ...]] [--seed 0] [--repeat 3]
-        [--json FILE] [--timeout 600] [--main-only] [--keep DIR]
+        [--json FILE] [--timeout 600] [--main-only | --sides SIDE ...] [--keep DIR]
     .venv/bin/python benchmarks/bench_scale.py --profile [--profile-n 5000 20000]
 
 For each ``--n`` it writes, streaming to disk (so 1,000,000 cases fit), from
@@ -758,6 +758,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--main-only", action="store_true", help="only assay (--no-history) and ADK"
     )
+    parser.add_argument(
+        "--sides",
+        nargs="+",
+        choices=(ASSAY, ASSAY_HISTORY, ASSAY_JSONL, ADK),
+        help="the sides to run (default: all four; ADK's 50,000-case run takes 17 GB)",
+    )
     parser.add_argument("--keep", type=Path, help="write the inputs here and keep them")
     parser.add_argument("--profile", action="store_true", help="profile assay's memory instead")
     parser.add_argument("--profile-n", type=int, nargs="+", default=[5000, 20000])
@@ -771,6 +777,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.profile:
             return profile(args.profile_n, args.seed, base, args.timeout)
         names = (ASSAY, ADK) if args.main_only else (ASSAY, ASSAY_HISTORY, ASSAY_JSONL, ADK)
+        names = tuple(args.sides) if args.sides else names
         repeat = max(args.repeat, 1)
         reports = []
         for n in args.n:

@@ -9,8 +9,9 @@ from _support import Example
 
 from assay.evalset.io import load_eval_set
 from assay.metrics.base import EvalStatus
-from assay.results.collected import CaseResults, keep_cases
-from assay.results.model import EvalCaseResult, summarize
+from assay.report.console import SetView
+from assay.results.collected import CaseResults, head_of, heads, keep_cases, texts
+from assay.results.model import EvalCaseResult, EvalSetResult, summarize
 from assay.results.traces import load_traces
 from assay.runner.evaluate import EvalSetJob, evaluate_sync
 from assay.spill import Spill
@@ -91,3 +92,45 @@ def test_the_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
     assert keep_cases() == 2000
     monkeypatch.delenv("ASSAY_KEEP_CASES")
     assert keep_cases() == 2000
+
+
+@pytest.mark.parametrize("keep", [0, 100])
+def test_texts_are_each_result_as_the_results_file_indents_it_held_or_spilled(
+    results: list[EvalCaseResult], spill: Spill, keep: int
+) -> None:
+    collected = CaseResults(keep=keep, spill=spill)
+    for result in results:
+        collected.append(result)
+
+    assert collected.spilled == (keep == 0)
+    expected = [r.model_dump_json(indent=2, exclude_none=True) for r in results]
+    assert list(collected.texts()) == expected
+    assert list(texts(collected)) == list(texts(results)) == expected
+
+
+def test_spilled_heads_are_the_results_without_their_rows_per_invocation(
+    results: list[EvalCaseResult], spill: Spill
+) -> None:
+    collected = CaseResults(keep=1, spill=spill)
+    for result in results:
+        collected.append(result)
+
+    assert any(r.eval_metric_result_per_invocation for r in results)
+    assert list(collected.heads()) == [head_of(r) for r in results]
+    assert all(not head.eval_metric_result_per_invocation for head in heads(collected))
+    assert list(heads(results)) == results  # a plain list is read whole
+
+
+def test_a_console_of_spilled_results_lists_the_failing_cases_whole(
+    results: list[EvalCaseResult], spill: Spill
+) -> None:
+    collected = CaseResults(keep=0, spill=spill)
+    for result in results:
+        collected.append(result)
+    failing = [r for r in results if r.final_eval_status is not EvalStatus.PASSED]
+
+    view = SetView.of(EvalSetResult.model_construct(eval_case_results=collected), max_cases=1)
+
+    assert failing and view.total == len(results) and view.not_passed == len(failing)
+    assert view.listed == failing[:1]  # with its rows per invocation, for the details
+    assert view.listed[0].eval_metric_result_per_invocation

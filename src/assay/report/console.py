@@ -23,6 +23,7 @@ from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
 from assay.report.judge_agreement import MEASURE_HINT, NOT_MEASURED, judged_metrics
 from assay.report.why import why
+from assay.results.collected import CaseResults, heads
 from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult, RunSummary
 
 MAX_CASES = 50
@@ -82,15 +83,23 @@ class SetView:
         """The view of ``result`` with at most ``max_cases`` cases listed (0: every case)."""
         cases = result.eval_case_results
         total = len(cases)
-        every = max_cases == 0 or total <= max_cases
         view = cls(result, total, [], 0)
-        for case in cases:
-            passed = case.final_eval_status is EvalStatus.PASSED
-            view.not_passed += not passed
-            if every or (not passed and len(view.listed) < max_cases):
+        if max_cases == 0 or total <= max_cases:  # every case listed: read whole
+            for case in cases:
+                view.not_passed += case.final_eval_status is not EvalStatus.PASSED
                 view.listed.append(case)
-            if every:
-                continue
+            return view
+        # Spilled results are read as heads (no rows per invocation: all the counting needs),
+        # and the few cases listed are then read whole; other sequences are read once, whole.
+        by_index = isinstance(cases, CaseResults) and cases.spilled
+        chosen: list[int] = []
+        for index, case in enumerate(heads(cases)):
+            if case.final_eval_status is not EvalStatus.PASSED:
+                view.not_passed += 1
+                if len(chosen) < max_cases:
+                    chosen.append(index)
+                    if not by_index:
+                        view.listed.append(case)
             for row in case.overall_eval_metric_results:
                 found = view.metrics.setdefault(row.metric_name, _MetricCounts())
                 if row.metric_name in case.assay.not_applicable:
@@ -104,6 +113,8 @@ class SetView:
                 if row.score is not None:
                     found.score_sum += row.score
                     found.scored += 1
+        if by_index:
+            view.listed = [cases[index] for index in chosen]
         return view
 
 

@@ -3,10 +3,17 @@
 A run of a few thousand cases keeps its results as models (reports read them many times, and
 that is cheap). Past ``ASSAY_KEEP_CASES`` results (default 2,000) a set's results are moved to
 the process's spill file (:mod:`assay.spill`) and every later one is written there as it
-finishes, so memory stops growing with the eval set: what is read back is loaded again on each
-pass. They are stored pickled (by this process, for itself, in a file only it can read): loading
-a pickle costs a third of validating the result's JSON again, whose invocations dominate. The
-summary, token usage and the count of unevaluated metrics in passed cases are kept as the
+finishes, so memory stops growing with the eval set. Each spilled result is stored twice:
+
+* its JSON as the results file writes it (``exclude_none``): ``--output`` copies it, only
+  indented (:meth:`CaseResults.texts`), and a full read (iterating, indexing) validates it again;
+* its *head*, pickled: the result without its per-invocation rows, whose two invocations are
+  nearly all of a result's size, which is what a pass that counts and picks cases needs
+  (:meth:`CaseResults.heads`: the console table, the summary of a large run).
+
+Pickling whole results instead cost 0.8 ms a case to write and as much to read on every pass
+(pydantic's ``__setstate__`` once per nested model): at 5,000 cases, 13 of 39 profiled seconds.
+The summary, token usage and the count of unevaluated metrics in passed cases are kept as the
 results arrive, so that reading them costs no pass at all.
 """
 
@@ -14,8 +21,10 @@ from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
+
+import pydantic_core
 
 from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
@@ -29,6 +38,7 @@ _FLUSH = 256
 """Spilled results written per transaction."""
 
 _KIND = "result"
+_HEAD = "result-head"
 
 
 def keep_cases() -> int:
@@ -40,14 +50,43 @@ def keep_cases() -> int:
         return KEEP_CASES
 
 
-def _dump(result: EvalCaseResult) -> bytes:
-    return pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+def head_of(result: EvalCaseResult) -> EvalCaseResult:
+    """``result`` without its per-invocation rows (a shallow copy)."""
+    if not result.eval_metric_result_per_invocation:
+        return result
+    return result.model_copy(update={"eval_metric_result_per_invocation": []})
+
+
+def _text(result: EvalCaseResult) -> bytes:
+    return result.model_dump_json(exclude_none=True).encode()
 
 
 def _parse(body: bytes) -> EvalCaseResult:
-    found = pickle.loads(body)
+    return EvalCaseResult.model_validate_json(body)
+
+
+def _head(body: bytes) -> EvalCaseResult:
+    found = pickle.loads(body)  # written by this process, for itself (see the module's note)
     assert isinstance(found, EvalCaseResult)
     return found
+
+
+def _indented(body: bytes) -> str:
+    """A stored result's JSON as ``model_dump_json(indent=2, exclude_none=True)`` gives it."""
+    return pydantic_core.to_json(pydantic_core.from_json(body), indent=2).decode()
+
+
+def heads(cases: Sequence[EvalCaseResult]) -> Iterable[EvalCaseResult]:
+    """Each case result, or (for spilled results) its head, in order: enough to count statuses
+    and choose the cases to show, which are then read whole by index."""
+    return cases.heads() if isinstance(cases, CaseResults) else cases
+
+
+def texts(cases: Sequence[EvalCaseResult]) -> Iterator[str]:
+    """Each case result as indented JSON (``model_dump_json(indent=2, exclude_none=True)``)."""
+    if isinstance(cases, CaseResults):
+        return cases.texts()
+    return (case.model_dump_json(indent=2, exclude_none=True) for case in cases)
 
 
 class CaseResults(Sequence[EvalCaseResult]):
@@ -59,6 +98,7 @@ class CaseResults(Sequence[EvalCaseResult]):
         self._spill_given = spill
         self._held: list[EvalCaseResult] = []
         self._buffer: list[tuple[str, int, bytes]] = []
+        self._head_buffer: list[tuple[str, int, bytes]] = []
         self._spill: Spill | None = None
         self._key = ""
         self._count = 0
@@ -98,7 +138,7 @@ class CaseResults(Sequence[EvalCaseResult]):
         if self._spill is None:
             self._held.append(result)
         else:
-            self._buffer.append((self._key, self._count, _dump(result)))
+            self._store(self._count, result)
             if len(self._buffer) >= _FLUSH:
                 self._flush()
         self._count += 1
@@ -122,20 +162,43 @@ class CaseResults(Sequence[EvalCaseResult]):
     def _start_spilling(self) -> None:
         self._spill = self._spill_given or shared_spill()
         self._key = self._spill.new_key("results")
-        self._buffer = [(self._key, index, _dump(held)) for index, held in enumerate(self._held)]
+        for index, held in enumerate(self._held):
+            self._store(index, held)
         self._held = []
         self._flush()
+
+    def _store(self, index: int, result: EvalCaseResult) -> None:
+        self._buffer.append((self._key, index, _text(result)))
+        head = pickle.dumps(head_of(result), protocol=pickle.HIGHEST_PROTOCOL)
+        self._head_buffer.append((self._key, index, head))
 
     def _flush(self) -> None:
         if self._spill is not None and self._buffer:
             self._spill.put_many(_KIND, self._buffer)
-            self._buffer = []
+            self._spill.put_many(_HEAD, self._head_buffer)
+            self._buffer, self._head_buffer = [], []
 
     def _stored(self) -> Sequence[EvalCaseResult]:
         if self._spill is None:
             return self._held
         self._flush()
         return SpilledSequence(self._spill, _KIND, self._key, self._count, _parse)
+
+    def heads(self) -> Iterator[EvalCaseResult]:
+        """Each result in order: held ones whole, spilled ones without their per-invocation
+        rows (see :func:`head_of`), read a batch at a time."""
+        if self._spill is None:
+            return iter(self._held)
+        self._flush()
+        return map(_head, self._spill.scan(_HEAD, self._key, 0, self._count))
+
+    def texts(self) -> Iterator[str]:
+        """Each result as ``model_dump_json(indent=2, exclude_none=True)`` gives it; spilled
+        ones from their stored JSON, without making models."""
+        if self._spill is None:
+            return (case.model_dump_json(indent=2, exclude_none=True) for case in self._held)
+        self._flush()
+        return map(_indented, self._spill.scan(_KIND, self._key, 0, self._count))
 
     def __len__(self) -> int:
         return self._count

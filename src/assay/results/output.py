@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 
+from assay.results.collected import texts
 from assay.results.model import EvalSetResult
 
 CASES = "eval_case_results"
@@ -41,9 +42,8 @@ def _set_chunks(result: EvalSetResult, depth: int) -> Iterator[str]:
             yield "[]"
             continue
         yield "["
-        for number, case in enumerate(result.eval_case_results):
+        for number, text in enumerate(texts(result.eval_case_results)):
             yield "\n" if number == 0 else ",\n"
-            text = case.model_dump_json(indent=2, exclude_none=True)
             yield pad + INDENT + _indented(text, depth + 2)
         yield f"\n{pad}]"
     yield f"\n{INDENT * depth}}}"
