@@ -84,9 +84,11 @@ def agent(message, session):
 """
 
 
+@pytest.mark.parametrize("keep", ["2000", "2"])  # 2: results spilled to disk on the driver
 def test_recorded_traces_scored_on_ray_give_the_in_process_results(
-    run_cli: RunCli, example: Example, tmp_path: Path
+    run_cli: RunCli, example: Example, tmp_path: Path, keep: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("ASSAY_KEEP_CASES", keep)
     local, on_ray = tmp_path / "local.json", tmp_path / "ray.json"
     args = ("eval", example.evalset, "--traces", example.traces, "--no-cache", "--no-history")
 

@@ -45,6 +45,7 @@ from assay.llm.cache import ResponseCache
 from assay.llm.shared import shared_actors
 from assay.metrics.registry import default_registry
 from assay.results.captured import Captures
+from assay.results.collected import CaseResults
 from assay.results.model import EvalCaseResult, EvalSetResult, JudgeInfo
 from assay.results.traces import Traces
 from assay.runner.agent_run import AgentSettings
@@ -107,7 +108,8 @@ class _SetState:
     job: EvalSetJob
     ref: Any = None
     started: float | None = None
-    results: list[EvalCaseResult] = field(default_factory=list)
+    results: CaseResults = field(default_factory=CaseResults)
+    """Held while few, spilled past ``ASSAY_KEEP_CASES``, as in a run in one process."""
     judges: dict[str, JudgeInfo] = field(default_factory=dict)
     units_left: int = 0
 
@@ -528,7 +530,7 @@ class _Driver:
     def _finish(self, state: _SetState) -> None:
         started = state.started if state.started is not None else time.perf_counter()
         index = self.sets.index(state)
-        self.results[index] = set_result(state.job, state.results, state.judges, started)
+        self.results[index] = set_result(state.job, state.results.close(), state.judges, started)
 
 
 def _shipped(job: EvalSetJob) -> EvalSetJob:
