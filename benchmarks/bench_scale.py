@@ -568,7 +568,8 @@ def print_report(report: Report, seed: int, repeat: int) -> None:
     if not report.complete:
         print("INCOMPLETE: a side's results do not hold every case (see its .log)")
     elif report.agree:
-        print(f"agreement: every side counts {report.sides[ADK].counts[1]} passed cases")
+        passed = next(iter(report.sides.values())).counts[1]
+        print(f"agreement: every side counts {passed} passed cases")
     else:
         print("DISAGREEMENT: the sides count different passed/failed cases")
 

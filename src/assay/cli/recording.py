@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -303,12 +304,25 @@ def start_recording(
         raise
 
     def prepare() -> Callable[[HistoryStore], None]:
-        """Read, hash and compress the input files (on a thread: all of it lets go of the
-        GIL), and say how to store them."""
-        stored = read_inputs(spec.files)
-        packed = pack(stored, store.known_blobs([item.sha256 for item in stored]))
-        config = spec.settings(digests(stored))
-        return lambda history: history.store_inputs(run, packed, config)
+        """Hash and compress the input files a chunk at a time, into a temporary folder (on a
+        thread: all of it lets go of the GIL), and say how to store them."""
+        hashed = read_inputs(spec.files)
+        folder = tempfile.TemporaryDirectory(prefix="assay-inputs-")  # removed at exit at last
+        try:
+            known = store.known_blobs([item.sha256 for item in hashed])
+            packed = pack(hashed, Path(folder.name), known)
+        except BaseException:
+            folder.cleanup()
+            raise
+        config = spec.settings(digests(hashed))
+
+        def store_them(history: HistoryStore) -> None:
+            try:
+                history.store_inputs(run, packed, config)
+            finally:
+                folder.cleanup()
+
+        return store_them
 
     writer = HistoryWriter(store, run, prepare=prepare)
     return Recording(writer, CaseEncoder(spec.inputs))

@@ -1,6 +1,6 @@
 """The run history's SQL schema, and what each version added.
 
-Schema version 3 (``PRAGMA user_version``):
+Schema version 4 (``PRAGMA user_version``):
 
 ``runs``
     one row per run: id (``20261122-041500-ab12``: UTC start time and four random hex digits, so
@@ -21,22 +21,25 @@ Schema version 3 (``PRAGMA user_version``):
     by reference to the run's inputs (:mod:`assay.history.compact`).
 ``run_metrics``
     the metric headers (names, thresholds, criteria) the compact case results refer to.
-``run_inputs`` and ``blobs``
+``run_inputs``, ``blobs`` and ``blob_parts``
     the files a run read (eval sets, traces), each file's bytes stored once by sha256,
     zlib-compressed (level 1: a tenth of the size for JSON, at ~150 MB/s on the writer's
-    thread) (:mod:`assay.history.inputs`).
+    thread) (:mod:`assay.history.inputs`): in ``blobs.zlib`` when that is at most
+    :data:`~assay.history.inputs.PART` bytes, else in parts of that size in ``blob_parts``
+    (``blobs.zlib`` then empty), so that no file is ever held whole in memory.
 ``judge_cards``
     one row per judge card (``assay judge agree``, :mod:`assay.agreement.cards`): when it was
     measured, the judge model, criterion and prompt version it is looked up by, and the card
     itself as JSON.
 
 A file of an older version is upgraded in place when it is opened: every table is created if it
-is missing, nothing is changed in those that exist. Schema version 2 had no ``judge_cards``.
+is missing, nothing is changed in those that exist. Schema version 3 had no ``blob_parts``.
+Schema version 2 had no ``judge_cards``.
 Schema version 1 had no ``run_metrics``, ``run_inputs`` or ``blobs`` and stored each case
 result as full JSON; such a file is upgraded in place and its case results read as they are.
 """
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -85,6 +88,12 @@ CREATE TABLE IF NOT EXISTS blobs (
     sha256 TEXT PRIMARY KEY,
     size INTEGER NOT NULL,
     zlib BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS blob_parts (
+    sha256 TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    zlib BLOB NOT NULL,
+    PRIMARY KEY (sha256, part)
 );
 CREATE TABLE IF NOT EXISTS run_inputs (
     run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,

@@ -14,6 +14,7 @@ import json
 import os
 import socket
 import sqlite3
+import tempfile
 import threading
 import time
 import zlib
@@ -29,7 +30,7 @@ from pydantic import ValidationError
 from assay._version import __version__
 from assay.errors import InputError
 from assay.history.compact import Header, Inputs, RecordError, decode, may_need_inputs, parse_header
-from assay.history.inputs import InputFile, PackedInput, StoredInput, load_stored
+from assay.history.inputs import PART, InputFile, PackedInput, load_stored, parts, place, unpack
 from assay.history.records import (
     CaseRow,
     HistoryError,
@@ -224,10 +225,7 @@ class HistoryStore:
             with self._transaction() as db:
                 for item in packed:
                     if item.packed is not None:
-                        db.execute(
-                            "INSERT OR IGNORE INTO blobs VALUES (?, ?, ?)",
-                            (item.sha256, item.size, item.packed),
-                        )
+                        _store_blob(db, item.sha256, item.size, item.packed)
                     db.execute(
                         "INSERT OR REPLACE INTO run_inputs VALUES (?, ?, ?, ?, ?)",
                         (run_id, item.file.kind, item.file.position, item.file.path, item.sha256),
@@ -415,30 +413,56 @@ class HistoryStore:
         rows = self._read("SELECT number, header FROM run_metrics WHERE run_id = ?", (run_id,))
         return {int(number): parse_header(text) for number, text in rows}
 
-    def stored_inputs(self, run_id: str) -> list[StoredInput]:
-        """The run's input files, with their content."""
+    def extract_inputs(self, run_id: str, folder: Path) -> list[tuple[InputFile, Path]]:
+        """Write the run's input files back under ``folder`` (see
+        :func:`~assay.history.inputs.place`), a chunk at a time; each with the file it was."""
         rows = self._read(
-            "SELECT i.kind, i.position, i.path, i.sha256, b.zlib FROM run_inputs i "
-            "JOIN blobs b ON b.sha256 = i.sha256 WHERE i.run_id = ? ORDER BY i.kind, i.position",
+            "SELECT i.kind, i.position, i.path, i.sha256 FROM run_inputs i "
+            "WHERE i.run_id = ? ORDER BY i.kind, i.position",
             (run_id,),
         )
-        return [
-            StoredInput(InputFile(kind, position, path), digest, zlib.decompress(packed))
-            for kind, position, path, digest, packed in rows
-        ]
+        extracted = []
+        for kind, position, path, digest in rows:
+            file = InputFile(kind, position, path)
+            target = place(file, folder)
+            try:
+                with target.open("wb") as out:
+                    unpack(self._blob_parts(digest), out)
+            except zlib.error as exc:
+                raise HistoryError(
+                    f"{self.path}: run {run_id}: its stored copy of {path} is damaged ({exc})"
+                ) from None
+            extracted.append((file, target))
+        return extracted
+
+    def _blob_parts(self, digest: str) -> Iterator[bytes]:
+        """A stored file's compressed bytes: its one row, or its parts in order."""
+        found = self._read("SELECT zlib FROM blobs WHERE sha256 = ?", (digest,))
+        if not found:
+            raise HistoryError(f"{self.path}: a stored input file ({digest[:12]}) is missing")
+        if len(found[0][0]):
+            yield bytes(found[0][0])
+            return
+        part = 0
+        while row := self._read(
+            "SELECT zlib FROM blob_parts WHERE sha256 = ? AND part = ?", (digest, part)
+        ):
+            yield bytes(row[0][0])
+            part += 1
 
     def run_inputs(self, run_id: str) -> Inputs:
         """The run's eval sets and traces, loaded from its stored input files."""
-        stored = self.stored_inputs(run_id)
-        if not stored:
-            raise HistoryError(
-                f"{self.path}: run {run_id}: its input files were not recorded (the run was "
-                "stopped before they were), so its case results cannot be read back"
-            )
-        try:
-            return load_stored(stored)
-        except InputError as exc:
-            raise HistoryError(f"{self.path}: run {run_id}: its stored inputs: {exc}") from None
+        with tempfile.TemporaryDirectory(prefix="assay-run-") as folder:
+            extracted = self.extract_inputs(run_id, Path(folder))
+            if not extracted:
+                raise HistoryError(
+                    f"{self.path}: run {run_id}: its input files were not recorded (the run "
+                    "was stopped before they were), so its case results cannot be read back"
+                )
+            try:
+                return load_stored(extracted)
+            except InputError as exc:
+                raise HistoryError(f"{self.path}: run {run_id}: its stored inputs: {exc}") from None
 
     def done_cases(self, run_id: str, inputs: Inputs | None = None) -> DoneCases:
         """The run's recorded case results by key, read from the file on each lookup
@@ -584,3 +608,16 @@ def _prefix(ref: str) -> str:
 
 
 _COUNTED = {int(EvalStatus.PASSED): 0, int(EvalStatus.FAILED): 1}
+
+
+def _store_blob(db: sqlite3.Connection, digest: str, size: int, packed: Path) -> None:
+    """Keep a file's compressed bytes (``packed``) once: in one row when at most :data:`PART`
+    bytes, else in parts (the row's own bytes then empty), read from disk a part at a time."""
+    if db.execute("SELECT 1 FROM blobs WHERE sha256 = ?", (digest,)).fetchone():
+        return
+    if packed.stat().st_size <= PART:
+        db.execute("INSERT INTO blobs VALUES (?, ?, ?)", (digest, size, packed.read_bytes()))
+        return
+    db.execute("INSERT INTO blobs VALUES (?, ?, ?)", (digest, size, b""))
+    for number, part in enumerate(parts(packed)):
+        db.execute("INSERT OR REPLACE INTO blob_parts VALUES (?, ?, ?)", (digest, number, part))
