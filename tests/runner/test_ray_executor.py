@@ -343,6 +343,46 @@ def test_an_agent_the_workers_cannot_import_is_an_error_before_any_agent_call(
     assert not (tmp_path / "called").exists()
 
 
+BLOCK_ASSAY = """
+import sys
+
+class _NoAssay:
+    def find_spec(self, name, path=None, target=None):
+        if name == "assay" or name.startswith("assay."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, _NoAssay())
+"""
+
+
+def test_a_cluster_whose_workers_lack_assay_is_an_error_before_any_agent_call(
+    tmp_path: Path, example: Example
+) -> None:
+    """A driver already connected to a cluster whose workers cannot import assay (their Python
+    path starts with a sitecustomize that refuses it, as a node without assay would)."""
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(BLOCK_ASSAY)
+    script = textwrap.dedent(
+        f"""
+        import ray
+        from assay.cli.main import main
+        ray.init(num_cpus=1, include_dashboard=False, logging_level="ERROR",
+                 runtime_env={{"env_vars": {{"PYTHONPATH": {str(blocker)!r}}}}})
+        main(["eval", {str(example.evalset)!r}, "--traces", {str(example.traces)!r},
+              "--no-history", "--no-progress", "--no-cache", "--executor", "ray"])
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+
+    assert done.returncode == 2, done.stdout + done.stderr[-3000:]
+    assert "the cluster's workers cannot import assay: install it on every node" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_an_address_that_is_no_address_is_said_to_be_one() -> None:
     from assay.runner.ray_executor import check_reachable
 
