@@ -14,7 +14,6 @@ from _support import Example
 
 from assay.evalset.io import load_eval_set
 from assay.history import inputs as inputs_module
-from assay.history import store as store_module
 from assay.history.inputs import InputFile, digests, input_files, pack, read_inputs
 from assay.history.records import HistoryError
 from assay.history.store import HistoryStore
@@ -87,7 +86,6 @@ def test_a_file_larger_than_a_part_is_kept_in_parts_and_written_back_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(inputs_module, "PART", 4096)
-    monkeypatch.setattr(store_module, "PART", 4096)
     data = os.urandom(50_000)  # incompressible: about 13 parts
     source = tmp_path / "big.evalset.json"
     source.write_bytes(data)

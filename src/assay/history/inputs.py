@@ -12,6 +12,7 @@ no more of it than a run over a small one.
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import zlib
 from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -153,3 +154,16 @@ def load_stored(extracted: Sequence[tuple[InputFile, Path]]) -> Inputs:
         [load_eval_set(eval_sets[p]).eval_set for p in sorted(eval_sets)],
         load_traces(traces[p] for p in sorted(traces)) if traces else None,
     )
+
+
+def keep_blob(db: sqlite3.Connection, digest: str, size: int, packed: Path) -> None:
+    """Keep a file's compressed bytes (``packed``) once: in one row when at most :data:`PART`
+    bytes, else in parts (the row's own bytes then empty), read from disk a part at a time."""
+    if db.execute("SELECT 1 FROM blobs WHERE sha256 = ?", (digest,)).fetchone():
+        return
+    if packed.stat().st_size <= PART:
+        db.execute("INSERT INTO blobs VALUES (?, ?, ?)", (digest, size, packed.read_bytes()))
+        return
+    db.execute("INSERT INTO blobs VALUES (?, ?, ?)", (digest, size, b""))
+    for number, part in enumerate(parts(packed)):
+        db.execute("INSERT OR REPLACE INTO blob_parts VALUES (?, ?, ?)", (digest, number, part))

@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from assay._version import __version__
 from assay.errors import InputError
 from assay.history.compact import Header, Inputs, RecordError, decode, may_need_inputs, parse_header
-from assay.history.inputs import PART, InputFile, PackedInput, load_stored, parts, place, unpack
+from assay.history.inputs import InputFile, PackedInput, keep_blob, load_stored, place, unpack
 from assay.history.records import (
     CaseRow,
     HistoryError,
@@ -225,7 +225,7 @@ class HistoryStore:
             with self._transaction() as db:
                 for item in packed:
                     if item.packed is not None:
-                        _store_blob(db, item.sha256, item.size, item.packed)
+                        keep_blob(db, item.sha256, item.size, item.packed)
                     db.execute(
                         "INSERT OR REPLACE INTO run_inputs VALUES (?, ?, ?, ?, ?)",
                         (run_id, item.file.kind, item.file.position, item.file.path, item.sha256),
@@ -608,16 +608,3 @@ def _prefix(ref: str) -> str:
 
 
 _COUNTED = {int(EvalStatus.PASSED): 0, int(EvalStatus.FAILED): 1}
-
-
-def _store_blob(db: sqlite3.Connection, digest: str, size: int, packed: Path) -> None:
-    """Keep a file's compressed bytes (``packed``) once: in one row when at most :data:`PART`
-    bytes, else in parts (the row's own bytes then empty), read from disk a part at a time."""
-    if db.execute("SELECT 1 FROM blobs WHERE sha256 = ?", (digest,)).fetchone():
-        return
-    if packed.stat().st_size <= PART:
-        db.execute("INSERT INTO blobs VALUES (?, ?, ?)", (digest, size, packed.read_bytes()))
-        return
-    db.execute("INSERT INTO blobs VALUES (?, ?, ?)", (digest, size, b""))
-    for number, part in enumerate(parts(packed)):
-        db.execute("INSERT OR REPLACE INTO blob_parts VALUES (?, ?, ?)", (digest, number, part))
