@@ -16,14 +16,32 @@ from pydantic import TypeAdapter, ValidationError
 
 from assay._collector import collections_paused
 from assay.errors import InputError, Problem, problems_from_validation
+from assay.evalset.stream import (
+    EXACT_LIMIT,
+    JsonError,
+    NotStreamable,
+    should_stream,
+    syntax_problem,
+)
 from assay.results.model import EvalSetResult
+from assay.results.results_stream import read_results_streamed
 
 _RESULTS = TypeAdapter(list[EvalSetResult])
 
 
 def read_results_file(path: Path) -> list[EvalSetResult]:
     """The eval-set results in a results file; an :class:`~assay.errors.InputError` naming the
-    file and JSON path when it is not one."""
+    file and JSON path when it is not one. A file larger than ``ASSAY_STREAM_MB`` is read a case
+    at a time (:mod:`assay.results.results_stream`)."""
+    if should_stream(path):
+        try:
+            return read_results_streamed(path)
+        except (NotStreamable, OSError):
+            pass  # a shape only the eager reader reads (or it says why the file cannot be read)
+        except JsonError as exc:
+            if path.stat().st_size > EXACT_LIMIT:
+                raise InputError([syntax_problem(path, exc)]) from None
+            # else read whole, for the very error a small file gives
     try:
         with collections_paused():  # millions of objects and no garbage: see assay._collector
             data = json.loads(path.read_text(encoding="utf-8"))
