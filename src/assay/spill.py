@@ -7,7 +7,9 @@ items are parsed when it is scored and dropped after. Case results go the same w
 has more than a few thousand: reports and the results file read them back in order.
 
 One spill file serves the process (:func:`shared_spill`); it lives in the system's temporary
-folder (``ASSAY_SPILL_DIR`` to choose another) and is removed when the process ends. Items are
+folder (``ASSAY_SPILL_DIR`` to choose another) and is removed when the process ends; its name
+carries the process id, so that the next spill file made there removes one whose process was
+killed before it could (:func:`remove_orphans`). Items are
 kept by kind, key and index (an eval set's cases by their position, a case's traces by run,
 a set's results in order) as UTF-8 JSON.
 """
@@ -15,7 +17,9 @@ a set's results in order) as UTF-8 JSON.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
+import re
 import sqlite3
 import tempfile
 import threading
@@ -45,7 +49,9 @@ class Spill:
 
     def __init__(self, folder: Path | None = None) -> None:
         where = folder or _folder()
-        handle, name = tempfile.mkstemp(prefix="assay-spill-", suffix=".sqlite", dir=where)
+        remove_orphans(Path(where or tempfile.gettempdir()))
+        prefix = f"{_PREFIX}{os.getpid()}-"
+        handle, name = tempfile.mkstemp(prefix=prefix, suffix=".sqlite", dir=where)
         os.close(handle)
         self.path = Path(name)
         self._lock = threading.Lock()
@@ -125,6 +131,40 @@ class Spill:
         with self._lock:
             self._db.close()
         self.path.unlink(missing_ok=True)
+
+
+_PREFIX = "assay-spill-"
+_OWNED = re.compile(rf"^{_PREFIX}(?P<pid>[0-9]+)-.*\.sqlite$")
+
+
+def remove_orphans(folder: Path) -> list[Path]:
+    """Remove the spill files in ``folder`` whose process is gone (one killed before it could
+    remove its own: ``kill -9``, out of memory); the paths removed."""
+    removed: list[Path] = []
+    try:
+        names = [entry.name for entry in os.scandir(folder)]
+    except OSError:
+        return removed
+    for name in names:
+        owned = _OWNED.match(name)
+        if owned is None or _alive(int(owned["pid"])):
+            continue
+        with contextlib.suppress(OSError):
+            (folder / name).unlink()
+            removed.append(folder / name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
 
 
 def key_under(prefix: str, name: str) -> str:
