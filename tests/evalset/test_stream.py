@@ -400,3 +400,28 @@ def test_a_streamed_load_of_20000_cases_peaks_far_below_the_eager_one(
     assert peak < eager_peak / 5, (peak, eager_peak)
     last = EvalCase.model_validate(_small_case(CASES - 1))
     assert streamed.eval_set.eval_cases[-1] == eager.eval_set.eval_cases[-1] == last
+
+
+@pytest.mark.parametrize("suffix", [".evalset.json", ".evalset.jsonl"])
+def test_a_streamed_sets_app_name_is_noted_as_it_is_read_and_names_its_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str
+) -> None:
+    from assay.runner.evaluate import EvalSetJob, set_result
+
+    session = {"app_name": "travel_app", "user_id": "u"}
+    cases = [case("a"), case("b", session_input=session), case("c")]
+    path = tmp_path / f"named{suffix}"
+    if suffix.endswith("jsonl"):
+        path.write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
+    else:
+        path.write_text(json.dumps(eval_set(*cases)), encoding="utf-8")
+    monkeypatch.setenv("ASSAY_STREAM_MB", "0")
+
+    loaded = load_eval_set(path)
+    parsed: list[bytes] = []
+    spilled = loaded.eval_set.eval_cases
+    monkeypatch.setattr(spilled, "_parse", lambda body: parsed.append(body))  # counts reads
+    result = set_result(EvalSetJob(loaded), [], {}, 0.0)
+
+    assert loaded.streamed and loaded.eval_set.app_name == "travel_app"  # type: ignore[attr-defined]
+    assert result.eval_set_result_id.startswith("travel_app_") and parsed == []

@@ -28,7 +28,13 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import pydantic_core
-from pydantic import SerializerFunctionWrapHandler, TypeAdapter, ValidationError, field_serializer
+from pydantic import (
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
+    field_serializer,
+)
 
 from assay._files import dump_yaml, load_data, parse_json, read_text, type_name
 from assay.errors import (
@@ -93,6 +99,14 @@ class StreamedEvalSet(EvalSet):
     """An :class:`EvalSet` whose cases are in the spill file (``eval_cases`` is a
     :class:`~assay.spill.SpilledSequence`): dumped with its cases as a list, and equal to an
     ``EvalSet`` with equal fields."""
+
+    _app_name: str | None = PrivateAttr(default=None)
+
+    @property
+    def app_name(self) -> str | None:
+        """The first case's ``session_input.app_name`` that has one, noted as the file was read
+        (finding it again would parse every case)."""
+        return self._app_name
 
     @field_serializer("eval_cases", mode="wrap")
     def _cases_as_list(self, cases: Any, handler: SerializerFunctionWrapHandler) -> Any:
@@ -322,12 +336,16 @@ class _SpilledCases:
         self.key = self.spill.new_key(file)
         self.count = 0
         self.duplicates: list[Problem] = []
+        self.app_name: str | None = None
+        """The first case's ``session_input.app_name`` that has one."""
         self._first: dict[str, int] = {}
         self._batch: list[tuple[str, int, bytes]] = []
         self._failed = False
 
-    def add(self, eval_id: str, body: bytes) -> None:
-        _note_id(self._first, eval_id, self.count, self.file, self.duplicates)
+    def add(self, case: EvalCase, body: bytes) -> None:
+        _note_id(self._first, case.eval_id, self.count, self.file, self.duplicates)
+        if self.app_name is None and case.session_input and case.session_input.app_name:
+            self.app_name = case.session_input.app_name
         if not self._failed:
             self._batch.append((self.key, self.count, body))
             if len(self._batch) >= _BATCH:
@@ -377,7 +395,7 @@ def _load_jsonl_streamed(path: Path) -> LoadedEvalSet:
                     if case is None:
                         header, header_line = data, number
                     else:
-                        cases.add(case.eval_id, line.strip().encode("utf-8"))
+                        cases.add(case, line.strip().encode("utf-8"))
                 except EvalSetError as exc:
                     problems.extend(_at_line(p, where) for p in exc.problems)
                     cases.fail()
@@ -436,7 +454,7 @@ def _load_object_streamed(path: Path) -> LoadedEvalSet:
                 except EvalSetError as exc:
                     problems.extend(exc.problems)
                     continue
-                cases.add(case.eval_id, pydantic_core.to_json(item))
+                cases.add(case, pydantic_core.to_json(item))
         problems += [p for p in header_problems if not _before_cases(p)]
         if problems or meta is None:
             raise EvalSetError(problems)
@@ -451,7 +469,9 @@ def _streamed(meta: EvalSet, cases: _SpilledCases) -> StreamedEvalSet:
     """``meta`` with its cases in the spill file (a read-only sequence where a list would be)."""
     fields: dict[str, Any] = {name: getattr(meta, name) for name in EvalSet.model_fields}
     fields["eval_cases"] = cases.sequence()
-    return StreamedEvalSet.model_construct(_fields_set=set(meta.model_fields_set), **fields)
+    streamed = StreamedEvalSet.model_construct(_fields_set=set(meta.model_fields_set), **fields)
+    streamed._app_name = cases.app_name
+    return streamed
 
 
 def _keep_header(key: str, kind: str) -> bool:

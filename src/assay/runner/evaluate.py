@@ -28,8 +28,8 @@ from assay.config import (
     EvalConfig,
     default_config,
 )
-from assay.evalset.case import EvalCase
-from assay.evalset.io import LoadedEvalSet
+from assay.evalset.case import EvalCase, EvalSet
+from assay.evalset.io import LoadedEvalSet, StreamedEvalSet
 from assay.llm.judge import Judge
 from assay.llm.profile import JudgeProfile, bundled_profile
 from assay.metrics.custom import custom_metric
@@ -186,8 +186,11 @@ def _folder_of(eval_set_path: Path) -> Path | None:
     return eval_set_path.parent if eval_set_path.is_file() else None
 
 
-def _app_name(cases: Sequence[EvalCase]) -> str:
-    for case in cases:
+def _app_name(eval_set: EvalSet) -> str:
+    """The app name ADK puts in a result's id: the first case's that has one, else ``assay``."""
+    if isinstance(eval_set, StreamedEvalSet):  # noted as it was read
+        return eval_set.app_name or "assay"
+    for case in eval_set.eval_cases:
         if case.session_input and case.session_input.app_name:
             return case.session_input.app_name
     return "assay"
@@ -341,7 +344,7 @@ def set_result(
     eval_set = job.loaded.eval_set
     collected = CaseResults.of(case_results)
     created = time.time()
-    result_id = f"{_app_name(eval_set.eval_cases)}_{eval_set.eval_set_id}_{created}"
+    result_id = f"{_app_name(eval_set)}_{eval_set.eval_set_id}_{created}"
     notes = SetNotes(
         version=__version__,
         eval_set_path=str(job.loaded.path),
