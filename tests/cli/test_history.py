@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from _judge_server import JudgeServer
 from _judges import approve
 from _support import Example, RunCli
@@ -65,9 +66,11 @@ def test_eval_sets_sharing_an_id_are_refused_a_history_that_would_merge_their_ca
     assert kept.code == 0 and "10 passed" in kept.out
 
 
+@pytest.mark.parametrize("stream", ["100000", "0"])  # 0: the eval set streamed
 def test_cases_sharing_an_eval_id_are_refused_a_history_that_would_merge_them(
-    run_cli: RunCli, example: Example, tmp_path: Path
+    run_cli: RunCli, example: Example, tmp_path: Path, stream: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("ASSAY_STREAM_MB", stream)
     data = json.loads(example.evalset.read_text(encoding="utf-8"))
     data["eval_cases"].append(data["eval_cases"][0])
     repeated = tmp_path / "repeated.evalset.json"

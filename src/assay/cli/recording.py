@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -115,20 +116,41 @@ def unrecordable(jobs: Sequence[EvalSetJob]) -> list[Problem]:
                     f"stored as one; give each eval set its own id, or {_UNRECORDABLE}",
                 )
             )
-        first: dict[str, int] = {}
-        for index, case in enumerate(eval_set.eval_cases):
-            seen = first.setdefault(case.eval_id, index)
-            if seen != index:
-                problems.append(
-                    Problem(
-                        file,
-                        format_path(["eval_cases", index, "eval_id"]),
-                        f"eval_id '{case.eval_id}' repeats eval_cases[{seen}]: the run history "
-                        "keys cases by eval id, so the two would be stored as one; give each "
-                        f"case its own eval_id, or {_UNRECORDABLE}",
-                    )
+        for path, eval_id, seen in _repeated_ids(job):
+            problems.append(
+                Problem(
+                    file,
+                    path,
+                    f"eval_id '{eval_id}' repeats eval_cases[{seen}]: the run history "
+                    "keys cases by eval id, so the two would be stored as one; give each "
+                    f"case its own eval_id, or {_UNRECORDABLE}",
                 )
+            )
     return problems
+
+
+_DUPLICATE = re.compile(
+    r"^duplicate eval_id '(?P<id>.*)' \(first at eval_cases\[(?P<at>[0-9]+)\]\)"
+)
+
+
+def _repeated_ids(job: EvalSetJob) -> list[tuple[str, str, int]]:
+    """Each case whose eval_id an earlier case has: its JSON path, the id and where it was
+    first. A streamed eval set's were found as it was read (its duplicate warnings): going over
+    its cases again would parse every one."""
+    if job.loaded.streamed:
+        return [
+            (warning.path, found["id"], int(found["at"]))
+            for warning in job.loaded.warnings
+            if (found := _DUPLICATE.match(warning.message))
+        ]
+    repeated = []
+    first: dict[str, int] = {}
+    for index, case in enumerate(job.loaded.eval_set.eval_cases):
+        seen = first.setdefault(case.eval_id, index)
+        if seen != index:
+            repeated.append((format_path(["eval_cases", index, "eval_id"]), case.eval_id, seen))
+    return repeated
 
 
 def run_config(
