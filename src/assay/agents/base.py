@@ -121,6 +121,26 @@ class Agent(Protocol):
         ...
 
 
+class WrappedAgent:
+    """An agent that answers as the agent it wraps: subclasses change what closing it does."""
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    @property
+    def name(self) -> str:
+        return self._agent.name
+
+    async def turn(self, user: Content, session: Session) -> AgentTurn:
+        return await self._agent.turn(user, session)
+
+    def app_details(self) -> AppDetails | None:
+        return self._agent.app_details()
+
+    async def aclose(self) -> None:
+        await self._agent.aclose()
+
+
 AgentFactory = Callable[[CaseContext], "Agent | Awaitable[Agent]"]
 """Makes a fresh agent for one case and run (sync or async)."""
 

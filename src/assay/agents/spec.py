@@ -30,10 +30,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from assay.agents.base import Agent, AgentFactory, AgentTurn, CaseContext, Session
+from assay.agents.base import Agent, AgentFactory, CaseContext, WrappedAgent
 from assay.agents.python import AgentLoadError, FunctionAgent, load_python_target
-from assay.evalset.content import Content
-from assay.evalset.invocation import AppDetails
 
 MODEL_PREFIXES = ("openai:", "ollama:")
 
@@ -105,22 +103,9 @@ def _adk_app(module: Any) -> Any:
     return app if type(app).__module__.startswith("google.adk.apps") else None
 
 
-class _Shared:
+class _Shared(WrappedAgent):
     """An agent object given as it is serves every case: the run must not close it after each
     conversation, so its ``aclose`` is left to its owner."""
-
-    def __init__(self, agent: Agent) -> None:
-        self._agent = agent
-
-    @property
-    def name(self) -> str:
-        return self._agent.name
-
-    async def turn(self, user: Content, session: Session) -> AgentTurn:
-        return await self._agent.turn(user, session)
-
-    def app_details(self) -> AppDetails | None:
-        return self._agent.app_details()
 
     async def aclose(self) -> None:
         """Nothing: the agent outlives the conversation."""

@@ -25,10 +25,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from assay._version import __version__
-from assay.agents.base import Agent, AgentFactory, AgentTurn, CaseContext, Session
+from assay.agents.base import Agent, AgentFactory, CaseContext, WrappedAgent
 from assay.evalset.case import EvalCase
-from assay.evalset.content import Content
-from assay.evalset.invocation import AppDetails, Invocation
+from assay.evalset.invocation import Invocation
 from assay.llm.base import TokenUsage
 from assay.llm.shared import RemoteLimit, RemoteStore, SharedLimit
 from assay.results.model import EvalCaseResult, JudgeInfo
@@ -269,22 +268,12 @@ def _limited(
     return make
 
 
-class _HeldAgent:
+class _HeldAgent(WrappedAgent):
     """An agent holding a slot of the shared limit until it is closed."""
 
     def __init__(self, agent: Agent, held: Any) -> None:
-        self._agent = agent
+        super().__init__(agent)
         self._held = held
-
-    @property
-    def name(self) -> str:
-        return self._agent.name
-
-    async def turn(self, user: Content, session: Session) -> AgentTurn:
-        return await self._agent.turn(user, session)
-
-    def app_details(self) -> AppDetails | None:
-        return self._agent.app_details()
 
     async def aclose(self) -> None:
         try:
