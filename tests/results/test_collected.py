@@ -31,6 +31,14 @@ def spill(tmp_path: Path) -> Spill:
     made.close()
 
 
+def _collected(results: list[EvalCaseResult], keep: int, spill: Spill | None = None) -> CaseResults:
+    """``results`` appended one by one to a collection that holds ``keep`` before spilling."""
+    collected = CaseResults(keep=keep, spill=spill)
+    for result in results:
+        collected.append(result)
+    return collected
+
+
 def test_results_under_the_limit_are_held_as_they_are(results: list[EvalCaseResult]) -> None:
     collected = CaseResults(keep=len(results))
     for result in results:
@@ -43,9 +51,7 @@ def test_results_under_the_limit_are_held_as_they_are(results: list[EvalCaseResu
 def test_results_past_the_limit_are_spilled_and_read_back_equal_in_order(
     results: list[EvalCaseResult], spill: Spill
 ) -> None:
-    collected = CaseResults(keep=2, spill=spill)
-    for result in results * 3:
-        collected.append(result)
+    collected = _collected(results * 3, 2, spill)
     collected.close()
 
     assert collected.spilled
@@ -62,9 +68,7 @@ def test_results_past_the_limit_are_spilled_and_read_back_equal_in_order(
 def test_spilled_results_are_not_kept_in_memory(
     results: list[EvalCaseResult], spill: Spill
 ) -> None:
-    collected = CaseResults(keep=0, spill=spill)
-    for result in results:
-        collected.append(result)
+    collected = _collected(results, 0, spill)
     collected.close()
 
     assert [id(r) for r in collected].count(id(results[0])) == 0  # each read is a new object
@@ -74,9 +78,7 @@ def test_spilled_results_are_not_kept_in_memory(
 def test_the_summary_usage_and_unevaluated_count_are_kept_as_results_arrive(
     results: list[EvalCaseResult], spill: Spill
 ) -> None:
-    collected = CaseResults(keep=1, spill=spill)
-    for result in results:
-        collected.append(result)
+    collected = _collected(results, 1, spill)
 
     assert collected.summary == summarize(results)
     assert collected.unevaluated_in_passed == sum(
@@ -98,9 +100,7 @@ def test_the_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
 def test_texts_are_each_result_as_the_results_file_indents_it_held_or_spilled(
     results: list[EvalCaseResult], spill: Spill, keep: int
 ) -> None:
-    collected = CaseResults(keep=keep, spill=spill)
-    for result in results:
-        collected.append(result)
+    collected = _collected(results, keep, spill)
 
     assert collected.spilled == (keep == 0)
     expected = [r.model_dump_json(indent=2, exclude_none=True) for r in results]
@@ -111,9 +111,7 @@ def test_texts_are_each_result_as_the_results_file_indents_it_held_or_spilled(
 def test_spilled_heads_are_the_results_without_their_rows_per_invocation(
     results: list[EvalCaseResult], spill: Spill
 ) -> None:
-    collected = CaseResults(keep=1, spill=spill)
-    for result in results:
-        collected.append(result)
+    collected = _collected(results, 1, spill)
 
     assert any(r.eval_metric_result_per_invocation for r in results)
     assert list(collected.heads()) == [head_of(r) for r in results]
@@ -124,9 +122,7 @@ def test_spilled_heads_are_the_results_without_their_rows_per_invocation(
 def test_a_console_of_spilled_results_lists_the_failing_cases_whole(
     results: list[EvalCaseResult], spill: Spill
 ) -> None:
-    collected = CaseResults(keep=0, spill=spill)
-    for result in results:
-        collected.append(result)
+    collected = _collected(results, 0, spill)
     failing = [r for r in results if r.final_eval_status is not EvalStatus.PASSED]
 
     view = SetView.of(EvalSetResult.model_construct(eval_case_results=collected), max_cases=1)
