@@ -520,7 +520,7 @@ def test_assay_eval_runs_an_adk_agent_given_as_a_folder_or_module_attr(
     assert "2 passed, 0 failed, 0 not evaluated" in run.out
     rows = [line for line in run.out.splitlines() if "│" in line]
     for metric in ("tool_trajectory_avg_score", "response_match_score"):
-        passed = [row for row in rows if metric in row and "1.0000" in row and "PASSED" in row]
+        passed = [row for row in rows if metric in row and "1.00" in row and "PASSED" in row]
         assert len(passed) == 2, run.out
     assert "google_adk" not in run.err and "Traceback" not in run.output
 
@@ -576,3 +576,29 @@ def test_a_folder_s_app_and_reset_data_take_part_as_adk_eval_uses_them(
     asyncio.run(run())
     assert module.SEEN == ["get_weather"]  # the App's own plugin saw the tool call
     assert module.RESETS == [1]  # reset_data ran before the conversation
+
+
+def test_a_model_without_a_key_fails_the_case_once_not_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from google.adk.agents import LlmAgent
+
+    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+        monkeypatch.delenv(name, raising=False)
+    keyless = LlmAgent(name="keyless", model="gemini-2.5-flash", instruction="Answer briefly.")
+    factory = adk_agent_factory(keyless, source="keyless")
+    settings = InferenceSettings(attempts=3, backoff_s=0.01)
+
+    [done] = asyncio.run(
+        run_inference(
+            [_case("no_key", _turn(WEATHER))],
+            factory,
+            lambda context, agent: StaticUserSimulator(context.case.conversation or []),
+            settings,
+        )
+    )
+
+    assert done.attempts == 1 and not done.retryable
+    assert done.error is not None
+    assert done.error.startswith("turn 1: the agent's model has no usable credentials (")
+    assert "GOOGLE_API_KEY" in done.error and "not retried" in done.error

@@ -441,6 +441,8 @@ def test_a_rejected_key_is_reported_without_the_key(server: JudgeServer) -> None
     with pytest.raises(AgentError, match="rejected the API key; check OPENAI_API_KEY") as failed:
         _turn(_agent(server), "Weather in Paris?")
     assert KEY not in str(failed.value)
+    assert server.count() == 1  # the model call is not retried
+    assert failed.value.retryable is False  # nor is the conversation
 
 
 @pytest.mark.parametrize(

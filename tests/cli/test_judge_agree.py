@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from _judge_server import JudgeServer
+from _judge_server import JudgeServer, Reply
 from _support import EXAMPLE_DIR, RunCli
 
 LABELS: list[dict[str, Any]] = [
@@ -94,15 +94,32 @@ def test_a_bad_labels_file_exits_2_naming_the_file_and_path(
 def test_judge_calls_that_fail_are_missing_labels_never_agreement(
     run_cli: RunCli, tmp_path: Path, judge_env: JudgeServer, monkeypatch: Any
 ) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9")  # nothing listens there
     out = tmp_path / "agree.json"
-    run = run_cli("judge", "agree", _labels(tmp_path), "--json", out, "--no-cache")
+    with JudgeServer(default=Reply.error(400, "no such model")) as failing:
+        monkeypatch.setenv("OPENAI_BASE_URL", failing.base_url)  # it lists models, answers none
+        run = run_cli("judge", "agree", _labels(tmp_path), "--json", out, "--no-cache")
 
     assert run.code == 0, run.output
+    assert failing.count() > 0
     figures = json.loads(out.read_text(encoding="utf-8"))
     assert figures["overall"]["judged"] == 0
     assert figures["overall"]["agree"] == 0
     assert all(unit["judge"] is None and unit["note"] for unit in figures["units"])
+
+
+def test_a_judge_that_cannot_be_reached_is_exit_2_before_any_judge_call(
+    run_cli: RunCli, tmp_path: Path, judge_env: JudgeServer, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    before = judge_env.count()
+    run = run_cli("judge", "agree", _labels(tmp_path), "--no-cache")
+
+    assert run.code == 2, run.output
+    message = " ".join(run.err.split())
+    assert "judge openai:stub-judge (from ASSAY_JUDGE_MODEL), for " in message
+    assert "could not connect to http://127.0.0.1:9/v1: connection refused" in message
+    assert judge_env.count() == before
+    assert "Traceback" not in run.output
 
 
 def test_the_example_labels_file_is_measured_as_the_readme_shows(

@@ -20,6 +20,9 @@ from _judges import approve, reject
 from _support import Example, RunCli
 
 from assay.metrics.base import EvalStatus
+from assay.results.traces import load_traces
+from assay.runner.evaluate import evaluate_sync
+from assay.runner.jobs import jobs_for
 
 JUDGED = (
     "final_response_match_v2",
@@ -215,7 +218,7 @@ def test_the_console_and_output_say_which_judge_scored_what(
     assert usage["hallucinations_v1"]["calls"] == 14  # a segmenter and a validator call each
 
 
-def test_without_any_judge_the_judged_metrics_say_how_to_get_one(
+def test_a_judge_without_its_key_is_exit_2_before_the_run_saying_what_to_set(
     run_cli: RunCli, example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     out = tmp_path / "results.json"
@@ -224,11 +227,33 @@ def test_without_any_judge_the_judged_metrics_say_how_to_get_one(
     monkeypatch.delenv("OPENAI_API_KEY")
     run = run_cli("eval", example.evalset, "--traces", example.traces, "--output", out)
 
-    assert run.code == 1
-    case = _results(out)["eval_case_results"][0]
+    assert run.code == 2
+    assert "OPENAI_API_KEY is not set" in " ".join(run.err.split())
+    assert not out.exists()
+
+
+def _evaluated_without_a_key(example: Example, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The example scored through the Python API (which checks no judge before the run) with a
+    judge whose key is missing."""
+    monkeypatch.setenv("ASSAY_JUDGE_MODEL", "openai:gpt-4o-mini")
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    jobs = jobs_for([str(example.evalset)], None)
+    result = evaluate_sync(jobs, load_traces([str(example.traces)]))[0]
+    data: dict[str, Any] = result.model_dump(mode="json", exclude_none=True)
+    return data
+
+
+def test_without_any_judge_the_judged_metrics_say_how_to_get_one(
+    example: Example, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case = _evaluated_without_a_key(example, monkeypatch)["eval_case_results"][0]
+
     assert _metric(case, "response_match_score")["eval_status"] == EvalStatus.PASSED
     reason = case["assay"]["metric_reasons"]["final_response_match_v2"]
     assert "OPENAI_API_KEY" in reason
+    # no judged metric has a verdict: the case does not pass on the others alone
+    assert case["final_eval_status"] == EvalStatus.NOT_EVALUATED
 
 
 def _judged_criteria(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -281,15 +306,9 @@ def test_every_judged_criterion_names_the_judge_that_scored_it_not_the_configs_d
 
 
 def test_a_metric_without_a_judge_keeps_the_configured_judge_model_and_says_why(
-    run_cli: RunCli, example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    example: Example, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    out = tmp_path / "results.json"
-    monkeypatch.setenv("ASSAY_JUDGE_MODEL", "openai:gpt-4o-mini")
-    monkeypatch.delenv("OPENAI_BASE_URL")
-    monkeypatch.delenv("OPENAI_API_KEY")
-    run_cli("eval", example.evalset, "--traces", example.traces, "--output", out)
-
-    data = _results(out)
+    data = _evaluated_without_a_key(example, monkeypatch)
     for name, criterion in _judged_criteria(data):
         if "judge_model_options" in criterion:
             assert criterion["judge_model_options"]["judge_model"] == "gemini-2.5-flash", name

@@ -9,6 +9,7 @@ import time
 import pytest
 from _judge_server import JudgeServer, Reply
 
+from assay.llm.backends.scripted import ScriptedBackend
 from assay.llm.base import (
     LlmCallError,
     LlmError,
@@ -17,7 +18,7 @@ from assay.llm.base import (
     LlmUnavailableError,
     TokenUsage,
 )
-from assay.llm.client import LlmClient, RetryPolicy
+from assay.llm.client import STOPPED, LlmClient, RetryPolicy, stopped_judge
 
 from .conftest import FakeSleep, MakeClient
 
@@ -238,7 +239,15 @@ def test_the_breaker_trips_after_calls_in_a_row_cannot_connect(
     assert isinstance(errors[1], LlmCallError)
     for later in errors[2:]:
         assert isinstance(later, LlmUnavailableError)
-        assert str(later).startswith(f"judge unavailable: {errors[1]}")
+        assert str(later).startswith(
+            f"judge openai:stub-judge stopped answering: {errors[1]} (2 calls"
+        )
+        assert str(later).endswith(STOPPED)
+        assert stopped_judge(f"judge call failed (sample 0): {later}") == (
+            "openai:stub-judge",
+            "stopped answering",
+            f"{errors[1]} (2 calls in a row could not reach it)",
+        )
     assert len(sleeps.delays) == 2  # one wait per call that still tried; none after the trip
     assert client.stats.failures == 4
 
@@ -258,6 +267,56 @@ def test_a_success_resets_the_breaker(judge_server: JudgeServer, make_client: Ma
         return seen
 
     assert asyncio.run(scenario()) == ["LlmCallError", "ok", "LlmCallError", "ok"]
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_rejected_key_reaches_the_server_once_and_is_never_retried(
+    judge_server: JudgeServer, make_client: MakeClient, sleeps: FakeSleep, status: int
+) -> None:
+    judge_server.default = Reply.error(status, "invalid api key")
+    client = make_client(retry=RetryPolicy(max_attempts=4))
+
+    async def scenario() -> list[LlmError]:
+        errors: list[LlmError] = []
+        async with client:
+            for _ in range(5):
+                try:
+                    await client.generate(REQUEST)
+                except LlmError as error:
+                    errors.append(error)
+        return errors
+
+    errors = asyncio.run(scenario())
+
+    assert judge_server.count() == 1
+    assert sleeps.delays == []
+    assert errors[0].status == status and "rejected the API key" in str(errors[0])
+    for later in errors[1:]:
+        assert isinstance(later, LlmUnavailableError)
+        assert str(later).startswith("judge openai:stub-judge cannot be used: HTTP")
+        assert str(later).endswith(STOPPED)
+
+
+def test_an_auth_failure_a_backend_marks_retryable_is_still_not_retried(
+    sleeps: FakeSleep,
+) -> None:
+    # A backend (or a gateway's Retry-After) may call a 401 transient: the key is still wrong.
+    def rejected(request: LlmRequest) -> LlmError:
+        return LlmCallError("token expired", retryable=True, status=401)
+
+    backend = ScriptedBackend(rejected)
+    client = LlmClient(backend, retry=RetryPolicy(max_attempts=4), sleep=sleeps, trip_after=0)
+
+    async def scenario() -> None:
+        async with client:
+            for _ in range(2):
+                with pytest.raises(LlmCallError):
+                    await client.generate(REQUEST)
+
+    asyncio.run(scenario())
+
+    assert len(backend.requests) == 2  # the breaker is off: one attempt per call, no retries
+    assert sleeps.delays == []
 
 
 def test_errors_with_an_http_status_do_not_trip_the_breaker(

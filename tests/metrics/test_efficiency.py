@@ -568,7 +568,7 @@ def test_the_bundled_plain_python_agent_gets_a_token_usage_row_without_a_score(
     results = tmp_path / "results.json"
     run = run_cli(
         "eval", example.evalset, "--agent", f"{example.dir / 'agent.py'}:travel_agent",
-        "--judge-model", "scripted:/dev/null", "--no-history", "--no-cache", "--output", results,
+        "--no-history", "--no-cache", "--output", results,
     )  # fmt: skip
 
     assert run.code in (0, 1), run.output

@@ -416,3 +416,83 @@ def test_a_case_with_no_metrics_is_not_evaluated() -> None:
 
     assert result.final_eval_status is N
     assert result.overall_eval_metric_results == []
+
+
+# --- a case no judge could score (a departure from ADK: docs/design.md) -------------------------
+
+
+def judged(name: str, metric_type: type[FixedMetric], score: float = 1.0) -> ConfiguredMetric:
+    """A metric scored by a judge (``judge_model`` names it, as the run does)."""
+    criterion = BaseCriterion(threshold=0.5)
+    return ConfiguredMetric(
+        name, criterion, metric_type(name, criterion, score), judge_model="openai:judge"
+    )
+
+
+def no_judge(name: str) -> ConfiguredMetric:
+    """A built-in judged metric whose judge could not be had, as the registry builds it."""
+    criterion = parse_config({"criteria": {name: 0.5}}).criteria[name]
+
+    class NoJudge:
+        def judge_for(self, metric: str, criterion: BaseCriterion | None) -> str:
+            return "judge openai:gpt-4o unavailable: OPENAI_API_KEY is not set"
+
+    return ConfiguredMetric(name, criterion, default_registry().create(name, criterion, NoJudge()))
+
+
+def test_a_case_whose_judged_metrics_all_have_no_verdict_is_not_evaluated_not_passed() -> None:
+    case = make_case(invocation("a"), invocation("b"))
+    metrics = [
+        configured("deterministic", FixedMetric, 1.0),
+        judged("hallucinations_v1", RaisingMetric),
+        no_judge("safety_v1"),
+    ]
+
+    result = score(case, actual_of(case), metrics)
+
+    assert overall(result)["deterministic"] == (1.0, P)  # ADK's rule alone would pass it
+    assert result.final_eval_status is N
+    assert result.assay.reason == (
+        "not evaluated: no judged metric has a verdict (hallucinations_v1, safety_v1), and "
+        "the case does not pass on its other metrics alone"
+    )
+    assert "OPENAI_API_KEY" in result.assay.metric_reasons["safety_v1"]
+
+
+def test_a_case_with_one_judged_verdict_keeps_adks_rule() -> None:
+    case = make_case(invocation("a"))
+    metrics = [
+        configured("deterministic", FixedMetric, 1.0),
+        judged("hallucinations_v1", RaisingMetric),
+        judged("safety_v1", FixedMetric, 1.0),
+    ]
+
+    result = score(case, actual_of(case), metrics)
+
+    assert result.final_eval_status is P
+    assert result.assay.reason is None
+
+
+def test_a_failed_metric_still_fails_a_case_no_judge_could_score() -> None:
+    case = make_case(invocation("a"))
+    metrics = [configured("deterministic", FixedMetric, 0.0), no_judge("safety_v1")]
+
+    result = score(case, actual_of(case), metrics)
+
+    assert result.final_eval_status is F
+    assert result.assay.reason is None
+
+
+def test_a_custom_function_under_a_judged_name_is_not_a_judged_metric() -> None:
+    case = make_case(invocation("a"))
+    criterion = BaseCriterion(threshold=0.5)
+    custom = ConfiguredMetric(
+        "safety_v1",
+        criterion,
+        RaisingMetric("safety_v1", criterion, 1.0),
+        custom_function_path="my_metrics.safety",
+    )
+
+    result = score(case, actual_of(case), [configured("deterministic", FixedMetric), custom])
+
+    assert result.final_eval_status is P

@@ -43,10 +43,19 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic_core
 
-from assay.agents.base import Agent, AgentFactory, AgentTurn, CaseContext, Session, ToolRunner
+from assay.agents.base import (
+    Agent,
+    AgentError,
+    AgentFactory,
+    AgentTurn,
+    CaseContext,
+    Session,
+    ToolRunner,
+)
 from assay.agents.python import AgentLoadError
 from assay.evalset.content import Content
 from assay.evalset.invocation import AgentDetails, AppDetails, InvocationEvent
+from assay.llm.redact import redact
 
 if TYPE_CHECKING:
     from google.adk.agents.callback_context import CallbackContext
@@ -185,6 +194,32 @@ class _Recorder:
         metadata = event.custom_metadata or {}
         request_id = metadata.get(REQUEST_ID_KEY)
         return self.requests.get(request_id) if isinstance(request_id, str) else None
+
+
+_AUTH_ERRORS = frozenset({"AuthenticationError", "PermissionDeniedError"})
+"""LiteLLM's (and OpenAI's) exceptions for a missing or refused key, by class name."""
+_MISSING_KEY = (
+    "No API key was provided",
+    "Missing key inputs argument",
+    "API key not valid",
+    "API_KEY_INVALID",
+)
+"""What google-genai and Google's API say of a missing or invalid key."""
+
+
+def credentials_refused(exc: BaseException) -> str | None:
+    """Why ``exc``, raised by an ADK agent's run, says its model's credentials are missing or
+    refused (HTTP 401/403, a key google-genai or LiteLLM reports missing or invalid): a failure
+    a fresh attempt cannot mend. None for any other failure."""
+    code = getattr(exc, "code", None) or getattr(exc, "status_code", None)
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    text = str(exc)
+    if not (code in (401, 403) or names & _AUTH_ERRORS or any(m in text for m in _MISSING_KEY)):
+        return None
+    return redact(
+        f"the agent's model has no usable credentials ({type(exc).__name__}: {text}); set "
+        "the key its model reads (GOOGLE_API_KEY for Gemini) and run again; not retried"
+    )
 
 
 def _ensure_retry_options(request: LlmRequest) -> None:
@@ -396,7 +431,13 @@ class AdkAgent:
         with _quiet_adk_logs():
             runner = await self._start(session)
             self._recorder.tool_runner = session.tool_runner
-            events, nested = await self._run(runner, user, session)
+            try:
+                events, nested = await self._run(runner, user, session)
+            except Exception as exc:
+                refused = credentials_refused(exc)
+                if refused is None:
+                    raise
+                raise AgentError(refused, retryable=False) from None
             turn = turn_from_adk_events(events, nested)
             self._details = _app_details(events, self._recorder)
             self._recorder.requests.clear()

@@ -29,7 +29,13 @@ from assay.evalset.invocation import AppDetails, Invocation, InvocationEvent
 
 
 class AgentError(Exception):
-    """An agent failed a turn: it raised, timed out, or returned something unusable."""
+    """An agent failed a turn: it raised, timed out, or returned something unusable.
+    ``retryable`` False says a fresh attempt cannot do better (its model's credentials are
+    missing or refused), so the conversation is not run again."""
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,8 @@ from assay.evalset.invocation import (
 )
 from assay.llm.backends.openai_compat import OPENAI_BASE_URL, OpenAICompatBackend, message_text
 from assay.llm.base import LlmError
+from assay.llm.client import is_auth_failure
+from assay.llm.connection import ServerUrlError, ollama_base_url, server_url
 from assay.llm.redact import redact
 
 logger = logging.getLogger(__name__)
@@ -60,8 +62,6 @@ logger = logging.getLogger(__name__)
 UNPARSED_ARGUMENTS = "_unparsed_arguments"
 """The key a tool call's arguments are recorded under when they were not a JSON object."""
 
-OLLAMA_HOST = "localhost:11434"
-_OLLAMA_PORT = 11434
 _MAX_RETRY_AFTER_S = 60.0
 _JSON = dict[str, Any]
 
@@ -83,35 +83,17 @@ class ModelEndpoint:
 
 def _http_url(value: str, variable: str, spec: str) -> httpx.URL:
     try:
-        url = httpx.URL(value)
-    except httpx.InvalidURL:
-        url = None
-    if url is None or url.scheme not in ("http", "https") or not url.host:
-        raise AgentLoadError(
-            f"--agent {spec}: {variable}={redact(value)!r} is not an http(s) URL; "
-            f"e.g. {variable}=http://127.0.0.1:8000/v1"
-        )
-    if url.userinfo:  # it would show in every message that names the server
-        raise AgentLoadError(
-            f"--agent {spec}: {variable} carries credentials (user:password@); "
-            "give the key in OPENAI_API_KEY instead"
-        )
-    return url
+        return server_url(value, variable)
+    except ServerUrlError as exc:
+        raise AgentLoadError(f"--agent {spec}: {exc}") from None
 
 
 def _ollama_url(env: Mapping[str, str], spec: str) -> str:
-    """``OLLAMA_BASE_URL`` as given, else ``OLLAMA_HOST`` read as Ollama reads it (``host``,
-    ``host:port`` or a URL; port 11434 when there is no scheme and no port) plus ``/v1``."""
-    explicit = (env.get("OLLAMA_BASE_URL") or "").strip()
-    if explicit:
-        return str(_http_url(explicit, "OLLAMA_BASE_URL", spec)).rstrip("/")
-    host = (env.get("OLLAMA_HOST") or "").strip() or OLLAMA_HOST
-    bare = "://" not in host
-    url = _http_url(f"http://{host}" if bare else host, "OLLAMA_HOST", spec)
-    if bare and url.port is None:
-        url = url.copy_with(port=_OLLAMA_PORT)
-    base = str(url).rstrip("/")
-    return base if base.endswith("/v1") else base + "/v1"
+    """The Ollama server's base URL, read as the judges read it (:func:`ollama_base_url`)."""
+    try:
+        return ollama_base_url(env)
+    except ServerUrlError as exc:
+        raise AgentLoadError(f"--agent {spec}: {exc}") from None
 
 
 def resolve_endpoint(spec: str, env: Mapping[str, str]) -> ModelEndpoint:
@@ -503,7 +485,8 @@ class ModelAgent:
             attempts = int(retrying.statistics.get("attempt_number", 1))
             tries = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
             secrets = [self._endpoint.api_key] if self._endpoint.api_key else []
-            raise AgentError(redact(f"{self._endpoint.spec}: {error}{tries}", secrets)) from None
+            message = redact(f"{self._endpoint.spec}: {error}{tries}", secrets)
+            raise AgentError(message, retryable=not is_auth_failure(error)) from None
 
     def _wait(self, state: RetryCallState) -> float:
         """The backoff, or longer when the server asked for it with ``Retry-After`` (capped)."""

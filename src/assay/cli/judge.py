@@ -15,6 +15,7 @@ from assay.agreement.cards import cards_from, judge_models, list_cards, record_c
 from assay.agreement.labels import load_labels
 from assay.agreement.render import cards_table, print_agreement, write_agreement_html
 from assay.cli.judge_align import align_command
+from assay.cli.judge_check import check_labelled_judges
 from assay.cli.output import make_console
 from assay.history.records import HistoryError, default_history_path
 from assay.history.store import HistoryStore
@@ -69,7 +70,8 @@ def judge_command() -> None:
     "profile_path",
     type=click.Path(dir_okay=False),
     help="Measure the judge as a judge profile (assay judge align) decides it, as assay eval "
-    "would (default: the embedded judge's bundled alignment; 'none' for the judge unaided).",
+    "would (default: the embedded judge's calibration shipped with assay; 'none' for the judge "
+    "unaided).",
 )
 def agree_command(
     labels_path: str,
@@ -93,6 +95,7 @@ def agree_command(
                 f"folder '{Path(output).parent}' does not exist", param_hint=f"'{option}'"
             )
     run = load_labels(labels_path)
+    check_labelled_judges(run, override=judge_model or None)  # exit 2 before any call
     for warning in run.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}")
     profile = resolve_profile(profile_path)

@@ -33,6 +33,7 @@ from assay.agreement.align import (
     probe_profile,
 )
 from assay.agreement.labels import load_labels
+from assay.cli.judge_check import check_labelled_judges
 from assay.cli.output import make_console
 from assay.config import BaseCriterion
 from assay.llm.profile import Exemplar, save_profile
@@ -91,6 +92,7 @@ def align_command(
     aligned judge is never scored on the labels it was fitted on), and write the profile."""
     console = make_console()
     run = load_labels(labels_path)
+    check_labelled_judges(run, override=judge_model or None)  # exit 2 before any call
     for warning in run.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}")
     asked = [name for name in PROMPTS.get(prompt or "", ()) if name in run.config.criteria]

@@ -12,10 +12,11 @@ An :class:`LlmClient` wraps one :class:`~assay.llm.base.LlmBackend`. For each lo
 3. retries what the backend marks retryable, waiting an exponentially growing, fully jittered
    delay (at least what the server asked for in ``Retry-After``), within ``max_attempts`` and the
    ``deadline_s`` of the whole call;
-4. stops calling a backend that cannot be reached: after ``trip_after`` logical calls in a row
-   fail to connect, every later call fails at once with
-   :class:`~assay.llm.base.LlmUnavailableError`, so a server that is down costs one bounded wait,
-   not one per invocation.
+4. stops calling a backend that cannot be used: after ``trip_after`` logical calls in a row
+   fail to connect, or after one call the backend could not serve at all (it rejected the
+   credentials, HTTP 401/403; the backend became unavailable), every later call fails at once
+   with :class:`~assay.llm.base.LlmUnavailableError` ending in :data:`STOPPED`, so a server that
+   is down costs one bounded wait and a rejected key one request, not one per invocation.
 
 Every error it raises has passed through :func:`~assay.llm.redact.redact`.
 """
@@ -29,12 +30,13 @@ import inspect
 import json
 import logging
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from assay.llm.base import (
     LlmBackend,
@@ -53,6 +55,10 @@ if TYPE_CHECKING:
     from assay.llm.shared import ResponseStore, SharedLimit
 
 logger = logging.getLogger(__name__)
+
+STOPPED = "no more calls were sent to it"
+"""How every error of a client whose circuit breaker tripped ends: the judge could not be used
+for the rest of the run (see :func:`stopped_judge`)."""
 
 Sleep = Callable[[float], Awaitable[None]]
 _T = TypeVar("_T")
@@ -236,7 +242,11 @@ class LlmClient:
                 usage = outcome.usage.model_copy(update={"calls": 1, "retries": attempts - 1})
                 return outcome.model_copy(update={"usage": usage, "cached": False})
             error = _redacted(outcome)
-            if not error.retryable or isinstance(error, LlmUnavailableError):
+            if (
+                not error.retryable
+                or isinstance(error, LlmUnavailableError)
+                or (is_auth_failure(error))
+            ):
                 raise _final(error, attempts) from None
             if attempts >= policy.max_attempts:
                 raise _final(error, attempts) from None
@@ -264,6 +274,8 @@ class LlmClient:
         async with self._slots.hold(request), self._shared_slot():
             started = time.monotonic()
             outcome: LlmResponse | LlmError
+            if self._tripped is not None:  # tripped while this call waited for its slot
+                return LlmUnavailableError(self._tripped), 0.0
             try:
                 async with asyncio.timeout(limit):
                     outcome = await self._backend.generate(request)
@@ -287,18 +299,28 @@ class LlmClient:
             raise LlmUnavailableError(self._tripped)
 
     def _count_failure(self, error: LlmError) -> None:
-        """Count a final failure toward the circuit breaker; trip it when ``trip_after`` calls in
-        a row could not reach the backend. Any other outcome shows it is reachable."""
+        """Count a final failure toward the circuit breaker: trip it at once when the backend
+        cannot be used at all (unavailable, or it rejected the credentials: no later call can
+        do better), or when ``trip_after`` calls in a row could not reach it. Any other outcome
+        shows it is reachable."""
+        if self._tripped is not None or self._trip_after <= 0:
+            return
+        if isinstance(error, LlmUnavailableError) or is_auth_failure(error):
+            self._trip(f"judge {self.model} cannot be used: {error}")
+            return
         if not _is_unreachable(error):
             self._unreachable_in_a_row = 0
             return
         self._unreachable_in_a_row += 1
-        if self._tripped is None and 0 < self._trip_after <= self._unreachable_in_a_row:
-            self._tripped = redact(
-                f"judge unavailable: {error} ({self._unreachable_in_a_row} calls in a row"
-                f" could not reach {self.model}; no more are sent)"
+        if self._unreachable_in_a_row >= self._trip_after:
+            self._trip(
+                f"judge {self.model} stopped answering: {error} "
+                f"({self._unreachable_in_a_row} calls in a row could not reach it)"
             )
-            logger.warning("%s", self._tripped)
+
+    def _trip(self, why: str) -> None:
+        self._tripped = redact(f"{why}; {STOPPED}")
+        logger.warning("%s", self._tripped)
 
 
 async def _settled(value: _T | Awaitable[_T]) -> _T:
@@ -309,11 +331,41 @@ async def _settled(value: _T | Awaitable[_T]) -> _T:
 
 
 def _is_unreachable(error: LlmError) -> bool:
-    """The backend could not be used or reached: unavailable, or a call that failed without an
-    HTTP status (connection refused, timed out, dropped)."""
-    return isinstance(error, LlmUnavailableError) or (
-        isinstance(error, LlmCallError) and error.status is None
-    )
+    """The backend could not be reached: a call that failed without an HTTP status (connection
+    refused, timed out, dropped)."""
+    return isinstance(error, LlmCallError) and error.status is None
+
+
+AUTH_STATUSES = frozenset({401, 403})
+"""HTTP statuses that say the credentials were refused: never retried, and the client sends
+nothing more after one."""
+
+
+def is_auth_failure(error: LlmError) -> bool:
+    """Whether ``error`` says the server refused the credentials (HTTP 401 or 403)."""
+    return error.status in AUTH_STATUSES
+
+
+_STOPPED_REASON = re.compile(
+    r"judge (?P<model>\S+) (?P<state>stopped answering|cannot be used): (?P<why>.*?); "
+    + re.escape(STOPPED)
+)
+
+
+class StoppedJudge(NamedTuple):
+    """A judge whose client stopped calling it: its model, ``stopped answering`` or ``cannot be
+    used``, and why."""
+
+    model: str
+    state: str
+    why: str
+
+
+def stopped_judge(reason: str) -> StoppedJudge | None:
+    """The judge that was stopped, when ``reason`` (a metric's NOT_EVALUATED reason) carries the
+    error of a client whose circuit breaker tripped; else None."""
+    found = _STOPPED_REASON.search(reason)
+    return StoppedJudge(found["model"], found["state"], found["why"]) if found else None
 
 
 def _redacted(error: LlmError) -> LlmError:

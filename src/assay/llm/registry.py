@@ -3,7 +3,7 @@
 ======================================  ============================================================
 ``openai:<model>``                      an OpenAI-compatible API (``OPENAI_API_KEY``,
                                         ``OPENAI_BASE_URL``)
-``ollama:<model>``                      a local Ollama server (``OLLAMA_BASE_URL``)
+``ollama:<model>``                      an Ollama server (``OLLAMA_HOST``, ``OLLAMA_BASE_URL``)
 ``litellm:<provider>/<model>``          any provider LiteLLM knows (``assay[litellm]``)
 ``gemini-2.5-flash``, Vertex names      Gemini, as ADK names it (``assay[gemini]``)
 ``<provider>/<model>``                  LiteLLM, as ADK 2.13 does for such names
@@ -18,11 +18,13 @@ it: the extra to install, the variable to set, or the forms accepted.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
 from assay.llm.backends.gemini import is_gemini_model
 from assay.llm.base import LlmBackend, LlmUnavailableError
+from assay.llm.redact import redact
 
 FORMS = (
     "openai:<model> (OPENAI_API_KEY, OPENAI_BASE_URL), ollama:<model>, "
@@ -73,13 +75,29 @@ def _local(model: str, env: Mapping[str, str]) -> LlmBackend:
     return LocalBackend(model, env=env)
 
 
+_OPENAI_NAMES = re.compile(r"(gpt-|chatgpt-|o[1-9](-|$))", re.IGNORECASE)
+"""The start of an OpenAI model name (``gpt-4o``, ``o3-mini``), which needs ``openai:``."""
+
+
 def _unknown(model: str) -> LlmUnavailableError:
     if not model.strip():
         return LlmUnavailableError(f"no judge model given; accepted forms: {FORMS}")
+    if "://" in model:
+        shown = redact(model)
+        return LlmUnavailableError(
+            f"'{shown}' is a URL, not a model; to use an OpenAI-compatible server there, set "
+            f"OPENAI_BASE_URL={shown} and name the model it serves: "
+            f"OPENAI_BASE_URL={shown} --judge-model openai:<model>"
+        )
     prefix, colon, _ = model.partition(":")
     hint = ""
     if colon and "/" not in prefix and prefix:
         hint = f"unknown prefix {prefix + ':'!r}; "
+    elif not colon and _OPENAI_NAMES.match(model):
+        return LlmUnavailableError(
+            f"cannot tell which backend serves the model {model!r}: OpenAI's models are "
+            f"written openai:<model>: --judge-model openai:{model} (with OPENAI_API_KEY set)"
+        )
     return LlmUnavailableError(
         f"cannot tell which backend serves the model {model!r}: {hint}accepted forms: {FORMS}"
     )

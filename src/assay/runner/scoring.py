@@ -2,12 +2,15 @@
 
 Metrics run independently: one that raises or cannot score is NOT_EVALUATED with its reason and
 the others still run. The case's status follows ADK: any FAILED metric fails the case, else any
-PASSED metric passes it, else it is NOT_EVALUATED.
+PASSED metric passes it, else it is NOT_EVALUATED; with one departure (docs/design.md, "A case
+no judge could score never passes"): a case whose judged metrics all have no verdict is
+NOT_EVALUATED, not PASSED on its deterministic metrics alone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,6 +61,24 @@ class ConfiguredMetric:
             dumped["judge_model_options"] = {**options, "judge_model": self.judge_model}
         return (self.name, criterion.threshold, dumped, self.custom_function_path)
 
+    @cached_property
+    def judged(self) -> bool:
+        """Whether the metric asks an LLM judge: one was chosen for it, or it is a built-in
+        judged metric that stands in its place because no judge could be had (not one the
+        registry does not implement); a custom metric's function is not."""
+        if self.custom_function_path is not None:
+            return False
+        if self.judge_model is not None:
+            return True
+        from assay.metrics.registry import NOT_IMPLEMENTED, UnavailableMetric
+
+        metric = self.metric
+        return (
+            isinstance(metric, UnavailableMetric)
+            and metric.reason != NOT_IMPLEMENTED
+            and self.name in _judged_names()
+        )
+
     def not_applicable(self, case: EvalCase) -> str | None:
         """Why the metric does not apply to ``case``, or None when it does."""
         if self.applies_to == "conversation" and case.conversation is None:
@@ -65,6 +86,42 @@ class ConfiguredMetric:
         if self.applies_to == "scenario" and case.conversation_scenario is None:
             return "not applicable: judges a simulated user; this case is a static conversation"
         return None
+
+
+@functools.cache
+def _judged_names() -> frozenset[str]:
+    """The built-in metrics that ask a judge."""
+    from assay.metrics.registry import default_registry
+
+    registry = default_registry()
+    return frozenset(name for name in registry.names() if registry.is_judged(name))
+
+
+def no_judged_verdict(
+    metrics: Sequence[ConfiguredMetric],
+    overall: Sequence[EvalMetricResult],
+    not_applicable: Sequence[str],
+) -> str | None:
+    """Why a case that ADK's rule would pass cannot: every judged metric that applies to it
+    has no verdict (its judge could not be used, or gave none), so it would pass on the other
+    metrics alone; None when a judged metric gave a verdict, or none applies."""
+    judged = [
+        configured.name
+        for configured, row in zip(metrics, overall, strict=True)
+        if configured.judged
+        and configured.name not in not_applicable
+        and row.eval_status is not EvalStatus.INFORMATIONAL
+    ]
+    if not judged:
+        return None
+    statuses = {row.metric_name: row.eval_status for row in overall}
+    if any(statuses[name] is not EvalStatus.NOT_EVALUATED for name in judged):
+        return None
+    names = ", ".join(judged)
+    return (
+        f"not evaluated: no judged metric has a verdict ({names}), and the case does not pass "
+        "on its other metrics alone"
+    )
 
 
 def case_status(statuses: Sequence[EvalStatus]) -> EvalStatus:
@@ -234,15 +291,14 @@ async def score_case(
         for task in running:
             task.cancel()  # only those still running: a cancelled case stops its metrics
     notes.duration_s = round(time.perf_counter() - started, 6)
+    status = case_status([row.eval_status for row in overall])
+    if status is EvalStatus.PASSED and not notes.reason:
+        notes.reason = no_judged_verdict(metrics, overall, notes.not_applicable)
     scored = EvalCaseResult(
         eval_set_file=eval_set_id,
         eval_set_id=eval_set_id,
         eval_id=case.eval_id,
-        final_eval_status=(
-            EvalStatus.NOT_EVALUATED
-            if notes.reason
-            else case_status([row.eval_status for row in overall])
-        ),
+        final_eval_status=EvalStatus.NOT_EVALUATED if notes.reason else status,
         overall_eval_metric_results=overall,
         eval_metric_result_per_invocation=rows,
         user_id=user_id,

@@ -48,6 +48,7 @@ from assay.llm.backends.local_runtime import (
     MISSING_RUNTIME,
     Runtime,
     RuntimeSettings,
+    import_runtime,
     runtime_available,
 )
 from assay.llm.base import LlmCallError, LlmRequest, LlmResponse, LlmUnavailableError, TokenUsage
@@ -424,6 +425,28 @@ def parse_local(model: str) -> ModelSpec | Path:
     )
 
 
+GGUF_MAGIC = b"GGUF"
+"""The first four bytes of every GGUF file."""
+
+
+def _require_gguf(path: Path) -> None:
+    """Raise :class:`LlmUnavailableError` unless ``path`` is a readable file that starts with
+    GGUF's magic bytes (a cheap check: the model is not read further)."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(len(GGUF_MAGIC))
+    except OSError as exc:
+        raise LlmUnavailableError(
+            f"local model file {str(path)!r} cannot be read: {exc.strerror or exc}"
+        ) from None
+    if head != GGUF_MAGIC:
+        raise LlmUnavailableError(
+            f"local model file {str(path)!r} is not a GGUF model (it does not start with "
+            f"GGUF's magic bytes); give the path of a .gguf file, or one of: "
+            f"{', '.join(BUILTIN_MODELS)}"
+        )
+
+
 class LocalBackend:
     """A GGUF model run in this process. Construction checks cheaply that the runtime and the
     model are installed; the model is assembled, checked and loaded on first use
@@ -459,6 +482,8 @@ class LocalBackend:
             locate_parts(self._source)
         elif not self._source.is_file():
             user_model(self._source, self._env)  # raises, saying the file does not exist
+        else:
+            _require_gguf(self._source)
         self._prepared: LocalModel | None = None
         self._sha256: str | None = None
         self._loaded: _Loaded | None = None
@@ -486,6 +511,16 @@ class LocalBackend:
         if self._sha256 is None:
             self._sha256 = file_sha256(self._source, stamp_dir=model_dir(self._env))
         return {"sha256": self._sha256}
+
+    async def check(self) -> None:
+        """What can be checked without loading the model (which takes seconds to minutes): the
+        runtime imports (its native library loads), the model's parts or file are there, and a
+        model file starts as a GGUF file does. Raises :class:`LlmUnavailableError`."""
+        import_runtime()
+        if isinstance(self._source, ModelSpec):
+            locate_parts(self._source)
+        else:
+            _require_gguf(self._source)
 
     async def load(self) -> None:
         """Assemble, check and load the model now rather than on the first request."""

@@ -27,16 +27,18 @@ import httpx
 from assay._version import __version__
 from assay.llm.base import LlmCallError, LlmRequest, LlmResponse, LlmUnavailableError, TokenUsage
 from assay.llm.choices import choices_from_logprobs, tokens_from_openai
-from assay.llm.connection import connect_reason
+from assay.llm.connection import ServerUrlError, connect_reason, ollama_base_url, server_url
 from assay.llm.redact import MIN_SECRET_LENGTH, redact
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
-OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
+OLLAMA_BASE_URL = "http://localhost:11434/v1"
 _BODY_PREFIX = 200
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 _SCHEMA_WORDS = ("response_format", "json_schema")
 _LOGPROBS_WORDS = ("logprobs",)
 TOP_LOGPROBS = 10
+CHECK_TIMEOUT_S = 10.0
+"""Seconds the check before a run waits for the server's list of models."""
 """Alternatives asked for at each answer token (OpenAI allows up to 20)."""
 
 
@@ -105,6 +107,46 @@ class OpenAICompatBackend:
         if response.status_code >= 400:
             raise self._status_error(response)
         return self._parse(response, request)
+
+    async def check(self, timeout_s: float = CHECK_TIMEOUT_S) -> None:
+        """Ask the server for its models (``GET {base_url}/models``), a request that costs no
+        tokens; raise :class:`LlmUnavailableError` saying what to do when it cannot be reached
+        in ``timeout_s``, rejects the key, or (Ollama, OpenAI's API: servers that list exactly
+        the models they serve) does not list the model. Any other answer counts as reachable:
+        some OpenAI-compatible servers have no such route."""
+        try:
+            response = await self._client().get("models", timeout=timeout_s)
+        except httpx.TimeoutException:
+            raise LlmUnavailableError(
+                f"no answer from {self._base_url} within {timeout_s:g} s; {self._start_hint()}"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise LlmUnavailableError(
+                redact(
+                    f"could not connect to {self._base_url}: {connect_reason(exc)}; "
+                    f"{self._start_hint()}",
+                    self._secrets(),
+                )
+            ) from None
+        if response.status_code in (401, 403):
+            raise LlmUnavailableError(str(self._status_error(response)))
+        listed = _listed_models(response) if response.status_code == 200 else None
+        strict = self._kind == "ollama" or _host(self._base_url) == "api.openai.com"
+        if strict and listed is not None and not _served(self._server_model, listed):
+            shown = ", ".join(sorted(listed)[:8]) or "none"
+            fix = f"ollama pull {self._server_model}" if self._kind == "ollama" else "check it"
+            raise LlmUnavailableError(
+                f"{self._base_url} does not serve the model '{self._server_model}' ({fix}); "
+                f"it lists: {shown}"
+            )
+
+    def _start_hint(self) -> str:
+        if self._kind == "ollama":
+            return (
+                "start Ollama (ollama serve), or set OLLAMA_HOST to where it runs "
+                "(e.g. OLLAMA_HOST=127.0.0.1:11434)"
+            )
+        return "start the server, or set OPENAI_BASE_URL to one that runs"
 
     def _wants_logprobs(self, request: LlmRequest) -> bool:
         return (
@@ -275,10 +317,13 @@ def from_model_string(model: str, env: Mapping[str, str]) -> OpenAICompatBackend
     """The backend for ``openai:<model>`` or ``ollama:<model>``, configured from ``env``.
 
     ``openai:`` reads ``OPENAI_BASE_URL`` (default OpenAI's API) and ``OPENAI_API_KEY``; a key is
-    required only by OpenAI's own API. ``ollama:`` reads ``OLLAMA_BASE_URL`` (default
-    ``http://127.0.0.1:11434/v1``) and needs no key.
+    required only by OpenAI's own API. ``ollama:`` reads ``OLLAMA_BASE_URL``, else
+    ``OLLAMA_HOST`` (default ``localhost:11434``), as ``--agent ollama:`` does
+    (:func:`~assay.llm.connection.ollama_base_url`), and needs no key. A URL written where the
+    model name belongs is refused with how to point at a server instead.
     """
     kind, _, name = model.partition(":")
+    name = name.strip()
     if kind not in ("openai", "ollama"):
         raise LlmUnavailableError(
             f"model string '{model}' is not for this backend; write openai:<model> or"
@@ -289,11 +334,21 @@ def from_model_string(model: str, env: Mapping[str, str]) -> OpenAICompatBackend
         raise LlmUnavailableError(
             f"model string '{model}' names no model; write {kind}:<model>, e.g. {kind}:{example}"
         )
+    if "://" in name:
+        raise LlmUnavailableError(url_as_model(kind, name))
     if kind == "ollama":
-        return OpenAICompatBackend(
-            model, base_url=env.get("OLLAMA_BASE_URL") or OLLAMA_BASE_URL, kind="ollama"
-        )
-    base_url = env.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+        try:
+            base_url = ollama_base_url(env)
+        except ServerUrlError as exc:
+            raise LlmUnavailableError(f"judge model '{model}': {exc}") from None
+        return OpenAICompatBackend(model, base_url=base_url, kind="ollama")
+    given = (env.get("OPENAI_BASE_URL") or "").strip()
+    try:
+        if given:
+            server_url(given, "OPENAI_BASE_URL")
+    except ServerUrlError as exc:
+        raise LlmUnavailableError(f"judge model '{model}': {exc}") from None
+    base_url = given or OPENAI_BASE_URL
     api_key = env.get("OPENAI_API_KEY") or None
     if api_key is None and _host(base_url) == "api.openai.com":
         raise LlmUnavailableError(
@@ -304,11 +359,43 @@ def from_model_string(model: str, env: Mapping[str, str]) -> OpenAICompatBackend
     return OpenAICompatBackend(model, base_url=base_url, api_key=api_key, kind="openai")
 
 
+def url_as_model(kind: str, url: str) -> str:
+    """What to write instead of ``<kind>:<url>``: the server goes in a variable, the model
+    string names a model."""
+    shown = redact(url)
+    variable = "OLLAMA_HOST" if kind == "ollama" else "OPENAI_BASE_URL"
+    example = "llama3.2" if kind == "ollama" else "gpt-4o-mini"
+    return (
+        f"'{kind}:{shown}' gives a URL where a model name belongs; point at the server with "
+        f"{variable} and name a model it serves: {variable}={shown} ... --judge-model "
+        f"{kind}:<model> (e.g. {kind}:{example}; GET /v1/models on the server lists them)"
+    )
+
+
 def _host(url: str) -> str:
     try:
         return httpx.URL(url).host
     except httpx.InvalidURL:
         return ""
+
+
+def _listed_models(response: httpx.Response) -> set[str] | None:
+    """The model ids of an OpenAI-style list (``{"data": [{"id": ...}]}``); None when the body
+    is no such list."""
+    try:
+        data = response.json()
+    except ValueError:
+        return None
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        return None
+    return {e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)}
+
+
+def _served(model: str, listed: set[str]) -> bool:
+    """Whether ``model`` is among ``listed`` (Ollama lists ``llama3.2:latest`` for
+    ``llama3.2``)."""
+    return model in listed or f"{model}:latest" in listed
 
 
 def _rejects(response: httpx.Response, words: tuple[str, ...]) -> bool:
