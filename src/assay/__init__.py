@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from assay.evalset import EvalCase, EvalSet, Invocation, load_eval_set, write_eval_set
     from assay.metrics import EvalStatus, MetricResult
     from assay.results import EvalSetResult, Traces, load_traces
-    from assay.runner import EvalSetJob, evaluate, evaluate_sync
+    from assay.runner import EvalSetJob, RunUpdate, evaluate, evaluate_sync
 
 _HOMES = {
     "assay._version": ("__version__",),
@@ -40,7 +40,7 @@ _HOMES = {
     "assay.evalset": ("EvalCase", "EvalSet", "Invocation", "load_eval_set", "write_eval_set"),
     "assay.metrics": ("EvalStatus", "MetricResult"),
     "assay.results": ("EvalSetResult", "Traces", "load_traces"),
-    "assay.runner": ("EvalSetJob", "evaluate", "evaluate_sync"),
+    "assay.runner": ("EvalSetJob", "RunUpdate", "evaluate", "evaluate_sync"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
@@ -58,6 +58,7 @@ __all__ = [
     "Invocation",
     "MetricResult",
     "Problem",
+    "RunUpdate",
     "Traces",
     "TracesError",
     "__version__",

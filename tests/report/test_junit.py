@@ -12,6 +12,8 @@ from assay.history import read_results_file
 from assay.metrics.base import EvalStatus
 from assay.report.junit import write_junit
 from assay.results.model import EvalSetResult
+from report._html_cases import ALIGNED_RULE, aligned_case
+from report._html_cases import results as aligned_results
 
 
 def _write(tmp_path: Path, results: list[EvalSetResult]) -> ET.Element:
@@ -139,3 +141,17 @@ def test_junit_of_a_real_regressed_run(run_cli: RunCli, example: Example, tmp_pa
     messages = [f.get("message", "") for f in root.iter("failure")]
     assert any("tool_trajectory_avg_score: score 0.5000 < threshold 1.0000" in m for m in messages)
     assert all("per_turn_user_simulator_quality_v1" not in m for m in messages)  # n/a there
+
+
+def test_a_failure_a_profile_decided_says_what_the_judge_said_and_the_rule(tmp_path: Path) -> None:
+    path = tmp_path / "junit.xml"
+    write_junit(path, [aligned_results(aligned_case())])
+
+    failure = ET.parse(path).getroot().find(".//failure")
+
+    assert failure is not None
+    text = " ".join((failure.text or "").split())
+    assert (
+        'rubric_based_final_response_quality_v1: turn 1: judge said "yes" (P(yes) 0.94); '
+        f'aligned to "no": {ALIGNED_RULE}'
+    ) in text

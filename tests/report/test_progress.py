@@ -12,7 +12,7 @@ from assay.llm.base import TokenUsage
 from assay.llm.slots import ACTIVITY
 from assay.metrics.base import EvalStatus
 from assay.metrics.notes import MetricNotes
-from assay.report.progress import RunProgress, case_usage, elapsed_text
+from assay.report.progress import CallCounter, RunProgress, RunUpdate, case_usage, elapsed_text
 from assay.results.model import CaseNotes, EvalCaseResult
 
 
@@ -51,10 +51,11 @@ def test_without_a_terminal_each_finished_case_is_one_plain_line() -> None:
         progress.case_done(None, _case("greeting", 2))
         progress.case_done(None, _case("<b>booking</b>", 1, run=2))
     lines = out.getvalue().splitlines()
-    assert lines == [
-        "[1/2] travel / greeting PASSED · 2 LLM calls, 1 cached, 0 retries, 200 tokens",
-        "[2/2] travel / <b>booking</b> (run 2) PASSED · 1 LLM calls, 1 cached, 0 retries, "
-        "100 tokens",
+    assert lines == [  # no call was made in this process: the calls are the cases' own
+        "[1/2] travel / greeting PASSED · 2 LLM calls, 1 cached, 0 retries, 200 tokens · "
+        "calls 2/~4",
+        "[2/2] travel / <b>booking</b> (run 2) PASSED · 1 LLM call, 1 cached, 0 retries, "
+        "100 tokens · calls 3/3",
     ]
     assert "\x1b[" not in out.getvalue()
     assert progress.done == 2 and progress.usage.calls == 3
@@ -96,7 +97,10 @@ def test_without_a_terminal_a_heartbeat_line_says_the_run_is_alive_while_nothing
     lines = out.getvalue().splitlines()
     beats = [line for line in lines if "running:" in line]
     assert 2 <= len(beats) <= 4
-    assert re.fullmatch(r"\[0/5\] running: 1 LLM call in flight, 23 waiting · 0s elapsed", beats[0])
+    assert re.fullmatch(
+        r"\[0/5\] running: 1 LLM call in flight, 23 waiting · calls 0/24 so far · 0s elapsed",
+        beats[0],
+    )
     assert lines[len(beats)].startswith("[1/5] travel / greeting PASSED")
 
 
@@ -116,3 +120,31 @@ def test_the_heartbeat_stops_with_the_run_and_zero_turns_it_off() -> None:
 
 def test_elapsed_time_reads_in_seconds_minutes_or_hours() -> None:
     assert [elapsed_text(s) for s in (0.4, 42, 185, 3725)] == ["0s", "42s", "3m 05s", "1h 02m"]
+
+
+def test_calls_done_out_of_all_and_an_eta_from_the_mean_measured_call_time() -> None:
+    saved = (ACTIVITY.done, ACTIVITY.busy_s, ACTIVITY.in_flight, ACTIVITY.waiting)
+    try:
+        counter = CallCounter(10)
+        nothing = counter.update()
+        assert nothing.calls_text() == "" and nothing.eta_s is None  # no call yet: nothing said
+        ACTIVITY.done += 4
+        ACTIVITY.busy_s += 8.0  # 2 s a call, one slot (no client is busy: one is assumed)
+        ACTIVITY.in_flight, ACTIVITY.waiting = 1, 6
+        before = counter.update()
+        assert (before.calls_done, before.calls_total, before.calls_basis) == (4, 11, "so far")
+        assert before.eta_s == 14.0
+        assert before.calls_text() == "calls 4/11 so far · ETA at least 14s"
+
+        counter.case_done(TokenUsage(calls=4, retries=1))  # 5 calls a case, 10 cases: ~50
+        after = counter.update(_case("greeting", 4))
+        assert (after.calls_total, after.calls_basis, after.cases_done) == (50, "estimated", 1)
+        assert after.eta_s == 92.0 and after.case is not None
+        assert after.calls_text() == "calls 4/~50 · ETA 1m 32s"
+    finally:
+        ACTIVITY.done, ACTIVITY.busy_s, ACTIVITY.in_flight, ACTIVITY.waiting = saved
+
+
+def test_at_the_end_the_calls_total_is_exact_and_no_eta_is_shown() -> None:
+    update = RunUpdate(5, 5, 42, 42, "final", 0.0, 12.0)
+    assert update.calls_text() == "calls 42/42"

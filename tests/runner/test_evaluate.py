@@ -4,22 +4,33 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from _judge_server import JudgeServer
+from _judges import approve
 from _support import Example
 
 from assay._version import __version__
+from assay.agents.base import Session
+from assay.agents.python import FunctionAgent
 from assay.config import BaseCriterion, EvalConfig, load_config, parse_config
-from assay.evalset.case import EvalCase
+from assay.evalset.case import EvalCase, EvalSet
 from assay.evalset.invocation import Invocation
 from assay.evalset.io import LoadedEvalSet, load_eval_set
 from assay.metrics.base import EvalStatus, MetricInfo, MetricResult, PerInvocationResult
 from assay.metrics.registry import MetricRegistry, default_registry
+from assay.report.junit import junit_text
+from assay.report.progress import RunUpdate, case_usage
 from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.results.traces import Traces, load_traces
+from assay.runner.agent_run import AgentSettings
 from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate, evaluate_sync, summarize
+from assay.runner.inference import InferenceSettings
+from assay.testing.evaluate import only_cases
 
 SCENARIO = "book_cheapest_and_convert"  # a conversation_scenario: a simulated user's conversation
 CASES = ["forecast_paris", "book_flight_lisbon", "convert_currency", "greeting", SCENARIO]
@@ -274,6 +285,145 @@ def test_no_more_cases_are_scored_at_once_than_the_concurrency(
 def test_a_concurrency_below_one_is_rejected(job: EvalSetJob, traces: Traces) -> None:
     with pytest.raises(ValueError, match="concurrency must be at least 1"):
         evaluate_sync([job], traces, concurrency=0)
+
+
+# --- cases finish in turn ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def slow_judge() -> Iterator[JudgeServer]:
+    """A real judge on 127.0.0.1 that approves of everything, 0.1 s a call."""
+    with JudgeServer(reply=approve, latency_s=0.1) as server:
+        yield server
+
+
+def one_slot(server: JudgeServer) -> JudgeSettings:
+    env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test-not-a-real-key-0000"}
+    return JudgeSettings(
+        model="openai:stub-judge", concurrency=1, cache=False, env=env, profile=None
+    )
+
+
+@pytest.fixture(scope="module")
+def one_slot_run(
+    slow_judge: JudgeServer,
+) -> tuple[EvalSetResult, list[tuple[float, RunUpdate]], float]:
+    """The example (five cases, three judged criteria) against one judge slot: the result, each
+    case's report with the seconds since the run began, and the run's seconds."""
+    example = Example()
+    written = json.loads(example.config.read_text())["criteria"]
+    judged = [
+        "final_response_match_v2",
+        "rubric_based_final_response_quality_v1",
+        "rubric_based_tool_use_quality_v1",
+    ]
+    assert all(default_registry().is_judged(name) for name in judged)
+    config = parse_config({"criteria": {name: written[name] for name in judged}})
+    job = EvalSetJob(load_eval_set(example.evalset), config)
+    traces = load_traces([example.traces])
+    assert len(job.loaded.eval_set.eval_cases) == 5
+    warm = only_cases(job, lambda index, _case: index == 0)  # imports once per process (ROUGE)
+    evaluate_sync([warm], traces, judges=one_slot(slow_judge), progress=False)
+
+    reported: list[tuple[float, RunUpdate]] = []
+    started = time.monotonic()
+    [result] = evaluate_sync(
+        [job],
+        traces,
+        judges=one_slot(slow_judge),
+        progress=lambda update: reported.append((time.monotonic() - started, update)),
+    )
+    return result, reported, time.monotonic() - started
+
+
+def test_with_one_judge_slot_the_first_case_is_reported_within_the_first_40_percent(
+    one_slot_run: tuple[EvalSetResult, list[tuple[float, RunUpdate]], float],
+    slow_judge: JudgeServer,
+) -> None:
+    _result, reported, run_s = one_slot_run
+    assert [update.case.eval_id for _, update in reported if update.case] == CASES  # in turn
+    first_s, first = reported[0]
+    assert first_s < 0.4 * run_s, (first_s, run_s)  # 3 of 19 calls; interleaved: 7 of 19
+    assert first.case is not None
+    assert first.calls_done == case_usage(first.case).calls  # no other case's call came between
+    assert first.calls_done < first.calls_total
+    assert slow_judge.max_in_flight == 1
+    [*_, (_, last)] = reported
+    assert (last.cases_done, last.calls_basis, last.calls_done) == (5, "final", last.calls_total)
+
+
+def test_a_case_s_time_is_its_own_working_time_not_its_time_in_the_queue(
+    one_slot_run: tuple[EvalSetResult, list[tuple[float, RunUpdate]], float],
+) -> None:
+    result, reported, run_s = one_slot_run
+    cases = list(result.eval_case_results)
+    # One slot: the cases' calls ran one after another, so their own times add up to about the
+    # run's; counting the time each case's calls waited behind the others' adds up to some
+    # three times as much (every case is scored from the start).
+    assert sum(case.assay.duration_s for case in cases) < 2 * run_s
+    last_reported_s = reported[-1][0]
+    assert cases[-1].assay.duration_s < 0.7 * last_reported_s
+    junit = "".join(junit_text([result]))
+    for case in cases:
+        assert f'name="{case.eval_id}" classname="travel_assistant" time="' in junit
+        assert f'time="{case.assay.duration_s:.3f}"' in junit
+
+
+def test_with_an_agent_a_case_is_scored_as_soon_as_its_conversation_ends(
+    loaded: LoadedEvalSet,
+) -> None:
+    events: list[str] = []
+
+    async def agent(message: str, session: Session) -> str:
+        slow = session.user_id == "slow"
+        await asyncio.sleep(0.6 if slow else 0.01)
+        events.append("slow agent answered" if slow else "agent answered")
+        return message
+
+    cases = [case for case in loaded.eval_set.eval_cases[:2] if case.conversation]
+    slow_case = EvalCase.model_validate(
+        {
+            **cases[1].model_dump(mode="json", exclude_none=True),
+            "eval_id": "slow",
+            "session_input": {"app_name": "travel_assistant", "user_id": "slow", "state": {}},
+        }
+    )
+    eval_set = EvalSet(eval_set_id="s", eval_cases=[cases[0], slow_case])
+    job = EvalSetJob(
+        LoadedEvalSet(eval_set, Path("s.evalset.json"), "json"),
+        parse_config({"criteria": {"response_match_score": 0.0}}),
+    )
+    settings = AgentSettings(
+        make_agent=lambda _context: FunctionAgent(agent),
+        inference=InferenceSettings(concurrency=2),
+    )
+
+    [result] = evaluate_sync(
+        [job],
+        agent=settings,
+        progress=lambda update: events.append(f"reported {update.case and update.case.eval_id}"),
+    )
+
+    first = cases[0].eval_id
+    assert events.index(f"reported {first}") < events.index("slow agent answered")
+    assert events[-1] == "reported slow"
+    slow_turns = len(slow_case.conversation or [])
+    assert result.eval_case_results[1].assay.duration_s >= 0.6 * slow_turns  # its agent's turns
+
+
+def test_by_default_progress_lines_go_to_stderr_and_false_turns_them_off(
+    job: EvalSetJob, traces: Traces, capsys: pytest.CaptureFixture[str]
+) -> None:
+    evaluate_sync([job], traces)
+    lines = [line for line in capsys.readouterr().err.splitlines() if " PASSED · " in line]
+    assert [line.split(" travel_assistant / ")[0] for line in lines] == [
+        f"[{n}/5]" for n in range(1, 6)
+    ]
+    assert sorted(line.split(" / ")[1].split(" ")[0] for line in lines) == sorted(CASES)
+    assert all(" LLM call" in line and " · calls " in line for line in lines)
+
+    evaluate_sync([job], traces, progress=False)
+    assert capsys.readouterr().err == ""
 
 
 # --- sync facade and summary ------------------------------------------------------------------

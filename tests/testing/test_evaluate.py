@@ -58,6 +58,7 @@ def test_a_failing_case_raises_with_its_metrics_and_expected_against_actual(
     assert "response_match_score" in message and "(threshold 0.8)" in message
     assert "turn 1 of 1 (tool_trajectory_avg_score, response_match_score failed):" in message
     assert "user:           Find me a flight from Berlin to Lisbon on 12 May." in message
+    assert failed.value.__context__ is None  # no chained "RuntimeError: no running event loop"
     assert "expected:       Flight TP551 leaves Berlin at 07:10 and costs 129 EUR." in message
     assert "actual:         Sorry, there are no trains today." in message
     assert 'expected tools: search_flights({"destination": "LIS", "origin": "BER"})' in message

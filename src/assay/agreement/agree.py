@@ -145,7 +145,7 @@ async def agree(
     """Score each labelled criterion of ``run`` on the cases labelled for it, and compare."""
     criteria = list(dict.fromkeys(label.criterion for label in run.labels))
     jobs = [_job(run, name, num_samples) for name in criteria]
-    results = await evaluate(jobs, run.traces, judges=judges)
+    results = await evaluate(jobs, run.traces, judges=judges, progress=False)
     return compare(run, dict(zip(criteria, results, strict=True)))
 
 

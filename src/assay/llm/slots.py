@@ -1,33 +1,105 @@
-"""Which waiting call goes next: the one whose prompt shares the longest start with the prompt
-of the call that just finished.
+"""Which waiting call goes next: the earliest case's, and within it the one whose prompt shares
+the longest start with the prompt of the call that just finished.
 
-A model behind a prompt cache (llama.cpp, embedded or served; Ollama) reads only the part of a
-prompt its cache does not already hold, and its cache holds what it has just read. Two judges
-that read the same turn in the same words (the two rubric judges do) pay for that turn once when
-their calls run back to back, and twice when other prompts run in between. First come, first
-served interleaves them by metric; these slots pair them. The order changes what is read again,
-never an answer: a judge answers a prompt the same whatever ran before it (the embedded judge
-settles a near-tie by reading the prompt from scratch).
+A run scores several cases at once, and with few slots (the embedded judge has one) their calls
+queue together. Handing a freed slot to the earliest case's waiting call (in the run's order:
+eval set, case, run) finishes cases in turn: the first case is reported after its own calls, not
+after every case's, and results appear steadily. The case a call belongs to is
+:data:`CURRENT_CASE`, set by the runner around the case's work (:func:`working_on`); asyncio
+tasks copy it, so no metric passes it on. Calls of no case (``assay judge agree``, say) go
+before any case's, in the order below.
+
+Among one case's calls, the prompt decides. A model behind a prompt cache (llama.cpp, embedded
+or served; Ollama) reads only the part of a prompt its cache does not already hold, and its cache
+holds what it has just read. Two judges that read the same turn in the same words (the two rubric
+judges do) pay for that turn once when their calls run back to back, and twice when other prompts
+run in between; so the slot goes to the call sharing the longest start with the call that freed
+it (the earliest on a tie). Across cases the prompt only breaks ties, so it never costs the order.
+The order changes what is read again, never an answer: a judge answers a prompt the same whatever
+ran before it (the embedded judge settles a near-tie by reading the prompt from scratch).
+
+:data:`ACTIVITY` counts, for progress lines, the calls of this process at a backend, waiting, and
+finished with the seconds they held a slot; each case's :class:`CaseClock` counts the seconds the
+case spent with calls waiting and none in flight, which is queue time, not the case's own work.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+import time
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 from assay.llm.base import LlmRequest
 
 
+class CaseClock:
+    """One case's place in the run's order, and the seconds it spent queued: with calls waiting
+    for a slot and none in flight."""
+
+    def __init__(self, order: tuple[int, ...]) -> None:
+        self.order = order
+        self.queued_s = 0.0
+        self._waiting = 0
+        self._in_flight = 0
+        self._since: float | None = None  # when it began to be queued
+
+    def change(self, waiting: int = 0, in_flight: int = 0) -> None:
+        self._waiting += waiting
+        self._in_flight += in_flight
+        queued = self._waiting > 0 and self._in_flight == 0
+        if queued and self._since is None:
+            self._since = time.perf_counter()
+        elif not queued and self._since is not None:
+            self.queued_s += time.perf_counter() - self._since
+            self._since = None
+
+    def working_s(self, wall_s: float) -> float:
+        """Of ``wall_s`` seconds spent on the case, those not queued."""
+        queued = self.queued_s
+        if self._since is not None:
+            queued += time.perf_counter() - self._since
+        return max(wall_s - queued, 0.0)
+
+
+CURRENT_CASE: ContextVar[CaseClock | None] = ContextVar("assay_current_case", default=None)
+"""The case whose work is running (None outside a case): what a waiting call is ordered by."""
+
+
+@contextmanager
+def working_on(order: tuple[int, ...]) -> Iterator[CaseClock]:
+    """Mark the calls made inside the block (and in tasks started there) as the case at
+    ``order``'s; its clock is yielded."""
+    clock = CaseClock(order)
+    token = CURRENT_CASE.set(clock)
+    try:
+        yield clock
+    finally:
+        CURRENT_CASE.reset(token)
+
+
 @dataclass
 class Activity:
-    """The LLM calls of this process now at a backend (``in_flight``) and waiting for a slot
-    (``waiting``), over every client: what a progress line reports while nothing finishes."""
+    """The LLM calls of this process now at a backend (``in_flight``), waiting for a slot
+    (``waiting``) and finished (``done``, which held slots for ``busy_s`` seconds in all), over
+    every client: what a progress line reports."""
 
     in_flight: int = 0
     waiting: int = 0
+    done: int = 0
+    busy_s: float = 0.0
+    slots: weakref.WeakSet[PromptSlots] = field(default_factory=weakref.WeakSet)
+
+    def busy_capacity(self) -> int:
+        """The slots of the clients that now have calls in flight or waiting (0 if none)."""
+        try:
+            return sum(s.capacity for s in list(self.slots) if s.busy)
+        except RuntimeError:  # a client made on the loop's thread while a progress thread reads
+            return 0
 
 
 ACTIVITY = Activity()
@@ -38,54 +110,89 @@ class _Waiter:
     arrival: int
     prompt: str
     granted: asyncio.Future[None]
+    case: CaseClock | None
+
+    @property
+    def rank(self) -> tuple[int, ...]:
+        """Calls of no case first, then by the case's place in the run."""
+        return (0,) if self.case is None else (1, *self.case.order)
 
 
 class PromptSlots:
-    """At most ``capacity`` calls at a time. A freed slot goes to the waiter whose prompt shares
+    """At most ``capacity`` calls at a time. A freed slot goes to a waiter of the earliest case
+    (:data:`CURRENT_CASE` when it began waiting), and among those to the one whose prompt shares
     the longest start with the prompt of the call that freed it (the earliest on a tie)."""
 
     def __init__(self, capacity: int) -> None:
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
+        self.capacity = capacity
         self._free = capacity
         self._waiters: list[_Waiter] = []
         self._arrivals = itertools.count()
+        ACTIVITY.slots.add(self)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a call holds a slot or waits for one."""
+        return self._free < self.capacity or bool(self._waiters)
 
     @asynccontextmanager
     async def hold(self, request: LlmRequest) -> AsyncIterator[None]:
         """Wait for a slot, hold it for the block, then hand it on."""
         prompt = prompt_text(request)
+        case = CURRENT_CASE.get()
         if self._free > 0 and not self._waiters:
             self._free -= 1
         else:
-            granted = asyncio.get_running_loop().create_future()
-            waiter = _Waiter(next(self._arrivals), prompt, granted)
-            self._waiters.append(waiter)
-            ACTIVITY.waiting += 1
-            try:
-                await granted
-            except asyncio.CancelledError:
-                if granted.done() and not granted.cancelled():
-                    self._hand_on(prompt)  # granted as it was cancelled: pass the slot on
-                else:
-                    self._waiters.remove(waiter)
-                raise
-            finally:
-                ACTIVITY.waiting -= 1
+            await self._wait(_Waiter(next(self._arrivals), prompt, _future(), case))
         ACTIVITY.in_flight += 1
+        if case is not None:
+            case.change(in_flight=1)
+        started = time.perf_counter()
         try:
             yield
         finally:
             ACTIVITY.in_flight -= 1
+            ACTIVITY.done += 1
+            ACTIVITY.busy_s += time.perf_counter() - started
+            if case is not None:
+                case.change(in_flight=-1)
             self._hand_on(prompt)
+
+    async def _wait(self, waiter: _Waiter) -> None:
+        self._waiters.append(waiter)
+        ACTIVITY.waiting += 1
+        if waiter.case is not None:
+            waiter.case.change(waiting=1)
+        try:
+            await waiter.granted
+        except asyncio.CancelledError:
+            if waiter.granted.done() and not waiter.granted.cancelled():
+                self._hand_on(waiter.prompt)  # granted as it was cancelled: pass the slot on
+            else:
+                self._waiters.remove(waiter)
+            raise
+        finally:
+            ACTIVITY.waiting -= 1
+            if waiter.case is not None:
+                waiter.case.change(waiting=-1)
 
     def _hand_on(self, last: str) -> None:
         if not self._waiters:
             self._free += 1
             return
-        chosen = max(self._waiters, key=lambda w: (shared_start(last, w.prompt), -w.arrival))
+        first = min(waiter.rank for waiter in self._waiters)
+        chosen = max(
+            (waiter for waiter in self._waiters if waiter.rank == first),
+            key=lambda w: (shared_start(last, w.prompt), -w.arrival),
+        )
         self._waiters.remove(chosen)
         chosen.granted.set_result(None)
+
+
+def _future() -> asyncio.Future[None]:
+    return asyncio.get_running_loop().create_future()
 
 
 def prompt_text(request: LlmRequest) -> str:

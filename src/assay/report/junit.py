@@ -1,7 +1,9 @@
 """JUnit XML for CI systems: one ``<testsuite>`` per eval set, one ``<testcase>`` per case and run.
 
 - A FAILED case has a ``<failure>`` whose message lists each failing metric with its score and
-  threshold; the element's text repeats them one per line with the reasons recorded.
+  threshold; the element's text repeats them one per line with the reasons recorded, and why
+  each metric failed (:func:`~assay.report.why.why`): the judge's verdict as it gave it, and,
+  where a judge profile decided it otherwise, the decision and its rule.
 - A NOT_EVALUATED case is an ``<error>`` with the reason. It is not ``<skipped>``: CI systems
   (GitHub, GitLab, Jenkins) show skipped tests as neutral, which would hide a case whose agent
   crashed or whose judge was unreachable; an error is shown as a problem, apart from failures,
@@ -29,6 +31,7 @@ from pathlib import Path
 from assay._files import write_atomically
 from assay.metrics.base import EvalStatus
 from assay.report.judge_agreement import judged_metrics
+from assay.report.why import why
 from assay.results.model import EvalCaseResult, EvalSetResult
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -63,8 +66,23 @@ def _failure(case: EvalCaseResult) -> ET.Element:
         else case.assay.reason or "the case failed"
     )
     element = ET.Element("failure", message=_xml_text(message), type="FAILED")
-    element.text = _xml_text("\n".join([*failing, *_reasons(case)]))
+    element.text = _xml_text("\n".join([*failing, *_whys(case), *_reasons(case)]))
     return element
+
+
+def _whys(case: EvalCaseResult) -> list[str]:
+    """``metric: why`` for each applicable metric that failed, or passed by a judge profile's
+    decision or a close vote (:func:`~assay.report.why.why`)."""
+    lines = []
+    for row in case.overall_eval_metric_results:
+        if row.metric_name in case.assay.not_applicable:
+            continue
+        if row.eval_status not in (EvalStatus.FAILED, EvalStatus.PASSED):
+            continue
+        said = why(case, row)
+        if said:
+            lines.append(f"{row.metric_name}: {said}")
+    return lines
 
 
 def _reasons(case: EvalCaseResult) -> list[str]:

@@ -8,8 +8,9 @@ reads back, so inference and scoring can be separated.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from assay.llm.base import TokenUsage
 from assay.results.model import EvalCaseResult
 from assay.runner.inference import (
     CaseInference,
+    CaseOrder,
     InferenceSettings,
     Simulator,
     run_inference,
@@ -49,12 +51,16 @@ class Attempt:
     trace: list[Any] | None = None
     """Where the invocations were read, ``["t", eval set id, eval id, run]`` (the run
     history stores that instead of them): set when they came from a traces file."""
+    working_s: float = 0.0
+    """The seconds the agent's conversation took in this run (0 for recorded traces)."""
 
 
 def _attempt(done: CaseInference) -> Attempt:
     if done.error is not None:
-        return Attempt(done.run, None, done.error, done.simulator_usage)
-    return Attempt(done.run, done.invocations, simulator_usage=done.simulator_usage)
+        return Attempt(done.run, None, done.error, done.simulator_usage, working_s=done.working_s)
+    return Attempt(
+        done.run, done.invocations, simulator_usage=done.simulator_usage, working_s=done.working_s
+    )
 
 
 async def infer_set(
@@ -66,6 +72,77 @@ async def infer_set(
     for inference in done:
         attempts.setdefault(inference.eval_id, []).append(_attempt(inference))
     return attempts, done
+
+
+class InferenceStream:
+    """The agent run over ``cases`` in the background (started on creation, inside an event
+    loop): :meth:`attempts` gives each case's runs to await, each ready as soon as its
+    conversation ends; :meth:`finish` the raw inferences once all have ended."""
+
+    def __init__(
+        self,
+        cases: Sequence[EvalCase],
+        settings: AgentSettings,
+        make_simulator: SimulatorFactory,
+        order: CaseOrder | None = None,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        self._runs = range(1, settings.inference.num_runs + 1)
+        self._ready: dict[tuple[str, int], list[asyncio.Future[Attempt]]] = {}
+        for case in cases:
+            for run in self._runs:
+                self._ready.setdefault((case.eval_id, run), []).append(loop.create_future())
+        self._task = asyncio.ensure_future(
+            run_inference(
+                cases,
+                settings.make_agent,
+                make_simulator,
+                settings.inference,
+                on_done=self._done,
+                order=order,
+            )
+        )
+        self._task.add_done_callback(self._ended)
+        self._handed: dict[tuple[str, int], int] = {}
+
+    def _done(self, inference: CaseInference) -> None:
+        for future in self._ready.get((inference.eval_id, inference.run), []):
+            if not future.done():
+                future.set_result(_attempt(inference))
+                return
+
+    def _ended(self, task: asyncio.Task[list[CaseInference]]) -> None:
+        """A failed or cancelled inference leaves no run waiting for ever."""
+        error = None if task.cancelled() else task.exception()
+        for futures in self._ready.values():
+            for future in futures:
+                if future.done():
+                    continue
+                if error is None:
+                    future.cancel()
+                else:
+                    future.set_exception(error)
+                    future.exception()  # raised where it is awaited; not logged as unretrieved
+
+    def attempts(self, case: EvalCase) -> list[Awaitable[Attempt]]:
+        """``case``'s runs, in order, each ready when its conversation has ended."""
+        found: list[Awaitable[Attempt]] = []
+        for run in self._runs:
+            key = (case.eval_id, run)
+            handed = self._handed.get(key, 0)
+            futures = self._ready.get(key, [])
+            if handed < len(futures):
+                found.append(futures[handed])
+                self._handed[key] = handed + 1
+        return found
+
+    async def finish(self) -> list[CaseInference]:
+        """Every inference, in case order, runs together."""
+        return await self._task
+
+    def cancel(self) -> None:
+        """Stop the conversations still running."""
+        self._task.cancel()
 
 
 def traces_document(inferences: Sequence[CaseInference]) -> dict[str, object]:

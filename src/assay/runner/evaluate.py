@@ -1,8 +1,13 @@
 """Evaluating eval sets: the async core and its sync facade.
 
 Inference (running an agent) and scoring are separate stages: the actual invocations come from
-recorded traces, or from running an agent over each case first (:mod:`assay.runner.inference`). Cases are scored concurrently up to ``concurrency`` and come back in the
-order of the eval set. LLM-judged metrics get their judge from a :class:`JudgeProvider`; by default
+recorded traces, or from running an agent over each case (:mod:`assay.runner.inference`), each
+case scored as soon as its conversations have ended. Cases are scored concurrently up to
+``concurrency`` and handed on in the order of the eval set, each as soon as it and those before
+it are done. A case's LLM calls go before a later case's (:func:`~assay.llm.slots.working_on`
+marks them), so with few judge slots cases finish in turn; a case's ``duration_s`` is its own
+working time (its agent's conversations, and its scoring less the time its calls only waited for
+a slot). LLM-judged metrics get their judge from a :class:`JudgeProvider`; by default
 a pool built from :class:`JudgeSettings` (one client per judge model, shared limits, the response
 cache), opened and closed inside the run's event loop.
 """
@@ -32,14 +37,16 @@ from assay.evalset.case import EvalCase, EvalSet
 from assay.evalset.io import LoadedEvalSet, StreamedEvalSet
 from assay.llm.judge import Judge
 from assay.llm.profile import JudgeProfile, bundled_profile
+from assay.llm.slots import working_on
 from assay.metrics.custom import custom_metric
 from assay.metrics.registry import JudgeProvider, MetricRegistry, default_registry
+from assay.report.progress import ProgressCallback, reporting
 from assay.results.captured import Captures
 from assay.results.collected import CaseResults
 from assay.results.model import EvalCaseResult, EvalSetResult, JudgeInfo, SetNotes
 from assay.results.model import summarize as summarize  # re-exported: callers import it from here
 from assay.results.traces import Traces
-from assay.runner.agent_run import AgentSettings, Attempt, SimulatorFactory, infer_set
+from assay.runner.agent_run import AgentSettings, Attempt, InferenceStream, SimulatorFactory
 from assay.runner.inference import CaseInference
 from assay.runner.scoring import ConfiguredMetric, score_case
 
@@ -238,9 +245,13 @@ def _from_traces(traces: Traces, eval_set_id: str) -> Callable[[EvalCase], list[
     return attempts
 
 
+AttemptsOf = Callable[[EvalCase], Sequence[Attempt | Awaitable[Attempt]]]
+"""A case's runs to score: each ready, or to await (its agent still running)."""
+
+
 async def _evaluate_set(
     job: EvalSetJob,
-    attempts: Callable[[EvalCase], list[Attempt]],
+    attempts: AttemptsOf,
     registry: MetricRegistry,
     semaphore: asyncio.Semaphore,
     on_case: CaseCallback | None,
@@ -261,23 +272,28 @@ async def _evaluate_set(
         job.config, registry, recording, eval_set_folder=_folder_of(job.loaded.path)
     )
 
-    async def one(item: tuple[int, EvalCase, Attempt]) -> EvalCaseResult:
-        index, case, attempt = item
+    async def one(item: tuple[int, EvalCase, Attempt | Awaitable[Attempt]]) -> EvalCaseResult:
+        index, case, ready = item
+        attempt = ready if isinstance(ready, Attempt) else await ready
         key = (eval_set.eval_set_id, case.eval_id, attempt.run)
         finished = done.get(key) if done is not None else None  # not `or`: len() may query
         if finished is not None:
             return finished
         async with semaphore:
-            result = await score_case(
-                eval_set.eval_set_id,
-                case,
-                attempt.invocations,
-                metrics,
-                attempt.reason,
-                attempt.run,
-                attempt.simulator_usage,
-                captures,
-            )
+            with working_on((position or 0, index, attempt.run)) as clock:
+                began = time.perf_counter()
+                result = await score_case(
+                    eval_set.eval_set_id,
+                    case,
+                    attempt.invocations,
+                    metrics,
+                    attempt.reason,
+                    attempt.run,
+                    attempt.simulator_usage,
+                    captures,
+                )
+                scoring_s = clock.working_s(time.perf_counter() - began)
+        result.assay.duration_s = round(attempt.working_s + scoring_s, 6)
         remember(case, index, attempt, result)
         if on_case is not None:
             on_case(job, result)
@@ -317,7 +333,8 @@ async def in_order(
 ) -> AsyncIterator[_R]:
     """``one`` of each item of ``work``, at most ``window`` started and not yet handed on, the
     results in the order of ``work`` (which is read as it goes: a generator over a streamed eval
-    set is never held whole). If one fails, the others are cancelled."""
+    set is never held whole), each handed on as soon as it and those before it are done. If one
+    fails, the others are cancelled."""
     pending: deque[asyncio.Future[_R]] = deque()
     try:
         for item in work:
@@ -415,6 +432,7 @@ async def evaluate(
     judges: JudgeProvider | JudgeSettings | None = None,
     done: DoneCases | None = None,
     captures: Captures | None = None,
+    progress: ProgressCallback | bool = True,
 ) -> list[EvalSetResult]:
     """Score every case of every eval set; one result per set.
 
@@ -424,7 +442,10 @@ async def evaluate(
     judge pool this run opens (and closes) itself; by default :class:`JudgeSettings` ``()``.
     Cases in ``done`` are taken as they are (``on_case`` is not called for them). With
     ``captures``, each scored case's rows are captured there for the run history (see
-    :class:`~assay.results.captured.CapturedRows`).
+    :class:`~assay.results.captured.CapturedRows`). ``progress`` is called with a
+    :class:`~assay.report.progress.RunUpdate` (cases and LLM calls done out of all, an ETA, the
+    case) as each case finishes; by default a line per finished case, and a heartbeat while none
+    finishes, goes to stderr; False for neither.
     """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
@@ -436,46 +457,46 @@ async def evaluate(
     async def one_set(position: int, job: EvalSetJob, pool: JudgeProvider | None) -> EvalSetResult:
         started = time.perf_counter()
         provider = _RecordingProvider(pool) if pool is not None else None  # judges and user
+
+        def scored(attempts: AttemptsOf) -> Awaitable[EvalSetResult]:
+            return _evaluate_set(
+                job,
+                attempts,
+                registry,
+                semaphore,
+                on_case,
+                provider,
+                started,
+                done,
+                captures,
+                finished_case,
+                _window(concurrency),
+                position,
+            )
+
         if agent is None:
             assert traces is not None
-            attempts = _from_traces(traces, job.loaded.eval_set.eval_set_id)
-        else:
-            simulators = agent.make_simulator or _default_simulators(job, provider)
-            runs = range(1, agent.inference.num_runs + 1)
-            set_id = job.loaded.eval_set.eval_set_id
-            had = done if done is not None else {}
-            skipped = {
-                c.eval_id: [Attempt(run, None) for run in runs]
-                for c in job.loaded.eval_set.eval_cases
-                if all((set_id, c.eval_id, run) in had for run in runs)
-            }
-            pending = [c for c in job.loaded.eval_set.eval_cases if c.eval_id not in skipped]
-            found, inferences = await infer_set(pending, agent, simulators)
-            if on_inference is not None:
-                on_inference(job, inferences)
-
-            def attempts(case: EvalCase) -> list[Attempt]:
-                return skipped.get(case.eval_id) or found.get(case.eval_id, [])
-
-        return await _evaluate_set(
-            job,
-            attempts,
-            registry,
-            semaphore,
-            on_case,
-            provider,
-            started,
-            done,
-            captures,
-            finished_case,
-            _window(concurrency),
-            position,
-        )
+            return await scored(_from_traces(traces, job.loaded.eval_set.eval_set_id))
+        stream = _inference_stream(position, job, agent, provider, done)
+        try:
+            result = await scored(stream.attempts)
+        except BaseException:
+            stream.cancel()  # a failed (or cancelled) scoring stops the agent
+            raise
+        if on_inference is not None:
+            on_inference(job, await stream.finish())
+        return result
 
     async def run(provider: JudgeProvider | None) -> list[EvalSetResult]:
         return [await one_set(n, job, provider) for n, job in enumerate(jobs)]
 
-    with results_kept_frozen() as finished_case:
+    runs = agent.inference.num_runs if agent is not None else 1
+    cases = sum(len(job.loaded.eval_set.eval_cases) for job in jobs) * runs
+    cases -= len(done) if done is not None else 0  # taken as they are: not reported
+    with (
+        reporting(progress, max(cases, 0), on_case) as on_case,
+        results_kept_frozen() as finished_case,
+    ):
         if isinstance(judges, JudgeSettings) or judges is None:
             if not _needs_judge(jobs, registry) and not _needs_simulator(jobs, agent):
                 return await run(None)
@@ -489,6 +510,49 @@ def _needs_simulator(jobs: Sequence[EvalSetJob], agent: AgentSettings | None) ->
     return any(
         c.conversation_scenario is not None for j in jobs for c in j.loaded.eval_set.eval_cases
     )
+
+
+def _inference_stream(
+    position: int,
+    job: EvalSetJob,
+    agent: AgentSettings,
+    provider: JudgeProvider | None,
+    done: DoneCases | None,
+) -> _Stream:
+    """The agent started over the set's cases that ``done`` does not hold every run of; the
+    others' runs are ready at once, with nothing to score (they are taken from ``done``)."""
+    simulators = agent.make_simulator or _default_simulators(job, provider)
+    runs = range(1, agent.inference.num_runs + 1)
+    cases = job.loaded.eval_set.eval_cases
+    set_id = job.loaded.eval_set.eval_set_id
+    had = done if done is not None else {}
+    skipped = {c.eval_id for c in cases if all((set_id, c.eval_id, run) in had for run in runs)}
+    index = {id(case): n for n, case in enumerate(cases)}
+    stream = InferenceStream(
+        [c for c in cases if c.eval_id not in skipped],
+        agent,
+        simulators,
+        order=lambda case, run: (position, index[id(case)], run),
+    )
+    return _Stream(stream, skipped, [Attempt(run, None) for run in runs])
+
+
+@dataclass
+class _Stream:
+    """An :class:`InferenceStream`, and the cases a resumed run already has."""
+
+    stream: InferenceStream
+    skipped: set[str]
+    kept: list[Attempt]
+
+    def attempts(self, case: EvalCase) -> Sequence[Attempt | Awaitable[Attempt]]:
+        return self.kept if case.eval_id in self.skipped else self.stream.attempts(case)
+
+    def cancel(self) -> None:
+        self.stream.cancel()
+
+    async def finish(self) -> list[CaseInference]:
+        return await self.stream.finish()
 
 
 def _default_simulators(job: EvalSetJob, provider: JudgeProvider | None) -> SimulatorFactory:

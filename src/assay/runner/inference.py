@@ -33,6 +33,11 @@ from assay.evalset.case import EvalCase
 from assay.evalset.content import Content
 from assay.evalset.invocation import Invocation, InvocationEvents
 from assay.llm.base import TokenUsage
+from assay.llm.slots import working_on
+
+CaseOrder = Callable[[EvalCase, int], tuple[int, ...]]
+"""A case's and run's place in the run's order (eval set, case, run): which of the LLM calls
+waiting for a slot goes first (:mod:`assay.llm.slots`)."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,9 @@ class CaseInference:
     retryable: bool = False
     simulator_usage: TokenUsage | None = None
     """What the simulated user's LLM calls cost (None for a replayed conversation)."""
+    working_s: float = 0.0
+    """The seconds the conversation took (every attempt, and the waits between them), less
+    those its simulated user's calls only waited for a judge slot."""
 
 
 def _new_session(case: EvalCase, run: int, tool_runner: ToolRunner | None) -> Session:
@@ -176,7 +184,7 @@ async def _converse(
         except AgentError as exc:
             index = len(result.invocations) + 1
             result.error = f"turn {index}: {exc}"
-            result.retryable = True
+            result.retryable = exc.retryable
             return result
         invocation = _invocation(
             case,
@@ -198,10 +206,13 @@ async def run_inference(
     settings: InferenceSettings,
     on_done: Callable[[CaseInference], None] | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    order: CaseOrder | None = None,
 ) -> list[CaseInference]:
     """Every case, ``settings.num_runs`` times, at most ``settings.concurrency`` at once; the
-    results in case order, runs together."""
+    results in case order, runs together. ``order`` places each case's LLM calls (its simulated
+    user's) in the run (by default its place in ``cases``, then the run)."""
     slots = asyncio.Semaphore(settings.concurrency)
+    place = {id(case): index for index, case in enumerate(cases)}
 
     async def attempt(context: CaseContext) -> CaseInference:
         case, run = context.case, context.run
@@ -219,13 +230,17 @@ async def run_inference(
 
     async def one(case: EvalCase, run: int) -> CaseInference:
         context = CaseContext(case=case, cases=cases, run=run)
+        where = order(case, run) if order is not None else (place[id(case)], run)
         async with slots:
-            for tried in range(1, settings.attempts + 1):
-                done = await attempt(context)
-                done.attempts = tried
-                if done.error is None or not done.retryable or tried == settings.attempts:
-                    break
-                await sleep(settings.backoff_s * 2 ** (tried - 1))
+            with working_on(where) as clock:
+                started = time.perf_counter()
+                for tried in range(1, settings.attempts + 1):
+                    done = await attempt(context)
+                    done.attempts = tried
+                    if done.error is None or not done.retryable or tried == settings.attempts:
+                        break
+                    await sleep(settings.backoff_s * 2 ** (tried - 1))
+                done.working_s = clock.working_s(time.perf_counter() - started)
         if done.error is not None and done.attempts > 1:
             done.error += f" (after {done.attempts} attempts)"
         if on_done is not None:

@@ -227,6 +227,7 @@ async def _run(
         judges=judges,
         done=done,
         on_inference=lambda _job, found: inferred.extend(found),
+        progress=False,  # the driver reports the run's progress
     )
     (result,) = results
     return ChunkOutcome(

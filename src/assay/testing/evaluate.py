@@ -31,6 +31,7 @@ from assay.errors import EvalSetError, Problem
 from assay.evalset.case import EvalCase, EvalSet
 from assay.evalset.io import LoadedEvalSet
 from assay.llm.profile import resolve_profile
+from assay.report.progress import ProgressCallback
 from assay.results.model import EvalSetResult
 from assay.runner.agent_run import AgentSettings
 from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate
@@ -167,13 +168,19 @@ async def run_jobs(
     factory: AgentFactory,
     settings: RunSettings,
     whole_sets: Sequence[EvalSetJob] = (),
+    progress: ProgressCallback | bool = True,
 ) -> list[EvalSetResult]:
-    """Run and score ``jobs``; ``whole_sets`` are the jobs they were cut from, if they were."""
+    """Run and score ``jobs``; ``whole_sets`` are the jobs they were cut from, if they were;
+    ``progress`` as :func:`~assay.runner.evaluate.evaluate` takes it."""
     if whole_sets:
         factory = _seeing_whole_sets(factory, whole_sets)
     agent = settings.agent(factory)
     return await evaluate(
-        jobs, agent=agent, concurrency=settings.concurrency, judges=settings.judges()
+        jobs,
+        agent=agent,
+        concurrency=settings.concurrency,
+        judges=settings.judges(),
+        progress=progress,
     )
 
 
@@ -194,6 +201,7 @@ async def aevaluate_agent(
     env: Mapping[str, str] | None = None,
     check: bool = True,
     judge_profile: str | None = None,
+    progress: ProgressCallback | bool = True,
 ) -> list[EvalSetResult]:
     """Run ``agent`` over ``eval_set`` and score it; one result per eval set.
 
@@ -204,7 +212,9 @@ async def aevaluate_agent(
     ``turn_timeout_s`` bounds one agent turn; ``agent_attempts`` is how often a conversation the
     agent fails is tried from scratch. With ``check`` (the default) it raises
     :class:`~assay.testing.failures.EvaluationFailed` unless every case run passed with every
-    applicable metric evaluated; bad files raise :class:`~assay.errors.InputError`, a bad agent
+    applicable metric evaluated; ``progress`` is called with a
+    :class:`~assay.report.progress.RunUpdate` as each case finishes (by default a line per case,
+    and a heartbeat while none finishes, goes to stderr; False for neither); bad files raise :class:`~assay.errors.InputError`, a bad agent
     :class:`~assay.agents.python.AgentLoadError`.
     """
     settings = RunSettings(
@@ -222,7 +232,8 @@ async def aevaluate_agent(
     jobs = load_jobs(eval_set, config)
     factory = agent_factory(agent, env=env)
     chosen = _select(jobs, eval_ids) if eval_ids is not None else jobs
-    results = await run_jobs(chosen, factory, settings, jobs if eval_ids is not None else ())
+    whole = jobs if eval_ids is not None else ()
+    results = await run_jobs(chosen, factory, settings, whole, progress)
     if check:
         assert_passed(results)
     return results
