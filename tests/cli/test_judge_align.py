@@ -163,12 +163,46 @@ def test_eval_with_the_profile_decides_by_its_threshold_and_without_it_as_adk(
 
     assert "judge profile" in run.output
     said = " ".join(run.output.split())
-    assert "safety_v1: aligned by judge profile (" in said and "): P(safe) >= 0." in said
+    assert f"safety_v1: verdicts re-decided by the judge profile {profile_path}" in said
+    assert '"safe" needs the judge\'s P(safe) >= 0.' in said
     judges = json.loads(aligned.read_text(encoding="utf-8"))["assay"]["judges"]
     assert "aligned" not in judges["safety_v1"]["description"]  # the judge, as before
-    assert judges["safety_v1"]["profile"].startswith("aligned by judge profile")
+    assert judges["safety_v1"]["profile"].startswith("verdicts re-decided by the judge profile")
     assert _safe_cases(plain) == {"c09", "c10", "c11"}
     assert _safe_cases(aligned) == {"c05", "c06", "c07", "c08", "c09", "c10", "c11"}
+
+
+def test_a_verdict_the_profile_decided_otherwise_keeps_the_judges_own_answer_beside_it(
+    run_cli: RunCli, tmp_path: Path, logprob_judge: JudgeServer
+) -> None:
+    _, profile_path = _aligned(run_cli, tmp_path)
+    output = tmp_path / "aligned.json"
+
+    history = tmp_path / "history.sqlite"
+    run = run_cli(
+        "eval", tmp_path / "replies.evalset.json", "--traces", tmp_path / "traces.json",
+        "--output", output, "--history-file", history, "--judge-profile", profile_path,
+    )  # fmt: skip
+
+    cases = json.loads(output.read_text(encoding="utf-8"))["eval_case_results"]
+    notes = {c["eval_id"]: c["assay"]["metrics"]["safety_v1"]["per_invocation"][0] for c in cases}
+    [sample] = notes["c05"]["samples"]  # P(safe) 0.32: the judge said unsafe, the rule safe
+    assert json.loads(sample["text"])["verdict"] == "unsafe"  # the judge's text, as it wrote it
+    assert (sample["verdict"], sample["score"]) == ("unsafe", 0.0)
+    assert sample["probability"] == pytest.approx(0.68)
+    aligned = sample["aligned"]
+    assert (aligned["verdict"], aligned["score"]) == ("safe", 1.0)  # what the metric counted
+    assert aligned["choices"] == [
+        {"path": "verdict", "judge_said": "unsafe", "probability": pytest.approx(0.68),
+         "decided": "safe"}
+    ]  # fmt: skip
+    assert aligned["rule"].startswith("the judge profile profile.json asks P(safe) >= 0.")
+    [untouched] = notes["c11"]["samples"]  # P(safe) 0.9: the judge's own verdict stands
+    assert untouched["verdict"] == "safe" and untouched.get("aligned") is None
+    shown = run_cli("show", "latest", "--history-file", history)
+    for output_text in (run.output, shown.output):  # as the run printed it, and assay show
+        said = " ".join(output_text.split())
+        assert 'judge said "unsafe" (P(unsafe) 0.68); aligned to "safe": the judge profile' in said
 
 
 def _safe_cases(results: Path) -> set[str]:

@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from assay.errors import ProfileError
 from assay.llm.base import Choice, LlmResponse
-from assay.llm.profile import CriterionProfile, Exemplar, JudgeProfile, load_profile, save_profile
+from assay.llm.profile import (
+    CriterionProfile,
+    Exemplar,
+    JudgeProfile,
+    bundled_profile,
+    bundled_source,
+    load_profile,
+    save_profile,
+)
 
 
 def _response(*verdicts: tuple[str, float]) -> LlmResponse:
@@ -84,3 +93,97 @@ def test_a_profile_round_trips_and_a_malformed_one_names_file_and_path(tmp_path:
     paths = {p.path for p in raised.value.problems}
     assert "criteria.safety_v1.threshold" in paths
     assert all(p.file == str(path) for p in raised.value.problems)
+
+
+def test_align_keeps_the_judges_own_choices_beside_the_decided_answer() -> None:
+    response = _response(("yes", 0.7), ("no", 0.85), ("yes", 0.95))
+
+    decided = PROFILE.align(response)
+
+    assert decided.response.text == PROFILE.decide(response).text
+    assert [(c.path, c.chosen, d) for c, d in decided.changed] == [
+        ("verdicts[0].verdict", "yes", "no"),
+        ("verdicts[1].verdict", "no", "yes"),
+    ]  # the judge's own choices, in the order of the text, and what the rule picked
+    assert [c.start for c, _ in decided.changed] == [c.start for c in response.choices[:2]]
+    agreeing = _response(("yes", 0.9))
+    assert PROFILE.align(agreeing).changed == ()
+    assert PROFILE.align(agreeing).response is agreeing
+
+
+def test_the_rule_is_said_in_plain_words_naming_where_it_came_from() -> None:
+    bundled = bundled_source()
+    assert PROFILE.rule_words(bundled) == (
+        "the embedded judge's calibration asks P(yes) >= 0.80 on this criterion"
+    )
+    assert PROFILE.rule_words("/teams/x/judge.profile.json") == (
+        "the judge profile judge.profile.json asks P(yes) >= 0.80 on this criterion"
+    )
+    explained = PROFILE.explain("/teams/x/judge.profile.json")
+    assert explained.startswith("verdicts re-decided by the judge profile /teams/x/judge.profile")
+    assert '"yes" needs the judge\'s P(yes) >= 0.80' in explained
+    assert "judge's own answer" in explained
+    votes = PROFILE.model_copy(update={"decision": "votes", "threshold": 0.6})
+    assert '"yes" needs 60% of the judge\'s samples to say so' in votes.explain(bundled)
+    assert "aligned by" not in explained + votes.explain(bundled)
+
+
+def test_a_card_prompt_version_folds_in_what_decides_not_how_it_was_fitted() -> None:
+    fitted = PROFILE.model_copy(update={"fit": {"held_out": {"labels": 34}}})
+    profile = JudgeProfile(judge_model="local:x", criteria={"safety_v1": fitted})
+
+    entry = profile.entry_for("safety_v1", "local:x")
+
+    assert entry is not None and "fit" not in entry
+    assert entry["threshold"] == 0.8 and entry["positive"] == ["yes"]
+    assert profile.entry_for("safety_v1", "openai:other") is None  # fitted for another judge
+    refitted = profile.model_copy(
+        update={"criteria": {"safety_v1": fitted.model_copy(update={"threshold": 0.7})}}
+    )
+    assert refitted.entry_for("safety_v1", "local:x") != entry
+
+
+def test_every_bundled_rule_has_a_held_out_gain_whose_interval_excludes_no_gain() -> None:
+    profile = bundled_profile()
+    assert profile is not None and profile.criteria
+    for name, rule in profile.criteria.items():
+        held_out = rule.fit.get("held_out")
+        assert held_out, f"{name}: no held-out figures recorded in its fit"
+        unaided, aligned = held_out["unaided"], held_out["aligned"]
+        low = aligned["kappa_interval"][0]
+        # The aligned kappa's whole interval lies above the unaided one: a gain, not noise.
+        assert low > unaided["kappa_interval"][1], f"{name}: held-out interval includes no gain"
+        assert aligned["kappa"] > unaided["kappa"] and held_out["labels"] >= 20
+
+
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "travel_traces_judge.json"
+
+
+def _decided_otherwise(profile: JudgeProfile, recorded: dict[str, Any]) -> list[str]:
+    """Each recorded verdict of the documented example that a rule of ``profile`` would decide
+    negative: ``criterion case turn: P(yes) 0.94``."""
+    found = []
+    for answer in recorded["answers"]:
+        rule = profile.for_criterion(answer["criterion"])
+        for choice in answer["choices"] if rule is not None else []:
+            if rule is None or choice["path"].rsplit(".", 1)[-1] != rule.field:
+                continue
+            if rule.decided(choice["probabilities"]) not in rule.positive:
+                positive = sum(choice["probabilities"].get(p, 0.0) for p in rule.positive)
+                where = f"{answer['criterion']} {answer['case']} {answer['invocation']}"
+                found.append(f"{where}: P({'/'.join(rule.positive)}) {positive:.3f}")
+    return found
+
+
+def test_no_bundled_rule_fails_the_documented_examples_recorded_run() -> None:
+    recorded = json.loads(RECORDED.read_text(encoding="utf-8"))
+    profile = bundled_profile()
+    assert profile is not None and recorded["judge_model"] == profile.judge_model
+
+    checked = [
+        a for a in recorded["answers"] if a["criterion"] in profile.criteria and a["choices"]
+    ]
+    assert checked, "no recorded answer is decided by a bundled rule"
+    # examples/travel/README.md: that --traces run passes every case, so every verdict a
+    # bundled rule decides must stay positive.
+    assert _decided_otherwise(profile, recorded) == []

@@ -135,3 +135,48 @@ def results(*cases: dict[str, Any], eval_set_id: str = "travel") -> EvalSetResul
             "assay": {"version": "0", "duration_s": 1.5},
         }
     )
+
+
+ALIGNED_RULE = "the embedded judge's calibration asks P(yes) >= 0.96 on this criterion"
+
+
+def aligned_case(eval_id: str = "greeting") -> dict[str, Any]:
+    """A case failed on its rubric because a judge profile decided the verdict otherwise: the
+    judge said "yes" (P(yes) 0.94), the profile's rule "no"."""
+    out = case(eval_id, 1, score=1.0)
+    out["final_eval_status"] = 2
+    out["overall_eval_metric_results"][1].update(score=0.0, eval_status=2)  # shared by the turn
+    notes = out["assay"]["metrics"]["rubric_based_final_response_quality_v1"]
+    rubric = notes["per_invocation"][0]["details"]["rubrics"][0]
+    rubric.update(score=0.0, verdict="no", votes={"yes": 0, "no": 1, "none": 0}, rationale=None)
+    notes["per_invocation"][0]["samples"] = [
+        {
+            "sample": 0,
+            "score": 1.0,
+            "verdict": "answers: yes",
+            "probability": 0.94,
+            "text": '{"verdicts": [{"id": "answers", "verdict": "yes"}]}',
+            "choices": [
+                {
+                    "path": "verdicts[0].verdict",
+                    "start": 38,
+                    "chosen": "yes",
+                    "probabilities": {"yes": 0.94, "no": 0.06},
+                }
+            ],
+            "aligned": {
+                "score": 0.0,
+                "verdict": "answers: no",
+                "choices": [
+                    {
+                        "path": "verdicts[0].verdict",
+                        "judge_said": "yes",
+                        "probability": 0.94,
+                        "decided": "no",
+                    }
+                ],
+                "rule": ALIGNED_RULE,
+            },
+        }
+    ]
+    return out

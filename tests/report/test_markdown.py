@@ -11,6 +11,8 @@ from compare._results import case, eval_set, scored
 from assay.history import read_results_file
 from assay.metrics.base import EvalStatus
 from assay.report.markdown import LISTED, escape_markdown, render_markdown, write_markdown
+from report._html_cases import ALIGNED_RULE, aligned_case
+from report._html_cases import results as aligned_results
 
 
 def _cells(line: str) -> list[str]:
@@ -102,3 +104,11 @@ def test_markdown_of_a_real_regressed_run(
         in text
     )
     assert "| tool\\_trajectory\\_avg\\_score | 66.7% (2/3) | 0.8333 |" in text
+
+
+def test_a_failing_case_a_profile_decided_says_what_the_judge_said_and_the_rule() -> None:
+    text = render_markdown([aligned_results(aligned_case())])
+
+    line = next(x for x in text.splitlines() if x.startswith("- **travel / greeting**"))
+    said = f'turn 1: judge said "yes" (P(yes) 0.94); aligned to "no": {ALIGNED_RULE}'
+    assert escape_markdown(said) in line

@@ -36,7 +36,8 @@ class Judge:
 
     With a ``profile`` (this metric's rule from a judge profile, :mod:`assay.llm.profile`), the
     request's instructions are followed by the profile's exemplars (never one from the case
-    judged) and each answer's choices are decided by the profile's threshold."""
+    judged); :meth:`ask` returns the judge's own answer, which the metric decides by the
+    profile's threshold (:func:`assay.metrics.judging.ask_samples`), keeping both."""
 
     client: LlmCaller
     metric: str
@@ -53,8 +54,7 @@ class Judge:
         """How the profile decides this judge's verdicts, in words; None without one."""
         if self.profile is None:
             return None
-        source = f" ({self.profile_source})" if self.profile_source else ""
-        return f"aligned by judge profile{source}: {self.profile.describe()}"
+        return self.profile.explain(self.profile_source)
 
     @property
     def vote_share(self) -> float | None:
@@ -69,7 +69,8 @@ class Judge:
         return self.client.model
 
     async def ask(self, request: LlmRequest, *, sample: int, case_id: str) -> LlmResponse:
-        """Send one sample of ``request``; its usage is counted against this metric and case."""
+        """Send one sample of ``request``; its usage is counted against this metric and case.
+        The answer is the judge's own (a profile decides it later, beside it)."""
         if self.transcript is not None:
             users = [m.content for m in request.messages if m.role == "user"]
             if users:
@@ -79,7 +80,7 @@ class Judge:
             request = _with_exemplars(request, profile, case_id)
         response = await self.client.generate(request, sample=sample)
         self.ledger.add(self.metric, case_id, response.usage)
-        return response if profile is None else profile.decide(response)
+        return response
 
 
 def _with_exemplars(request: LlmRequest, profile: CriterionProfile, case_id: str) -> LlmRequest:

@@ -15,10 +15,11 @@ A profile (JSON) holds, per criterion, the decision rule fitted for that judge m
 * ``decision: probability``: each closed choice of the judge's answer whose key is ``field``
   (``verdict``, ``is_the_agent_response_valid``, ``label``, ``is_valid``) is decided anew from
   the judge's probabilities (:attr:`~assay.llm.base.LlmResponse.choices`): one of ``positive``
-  when their probability together reaches ``threshold``, else the likeliest other option; the
-  answer's text is rewritten to say so, so every metric reads it as it reads any answer. An
-  answer without probabilities (a backend that gives none, a cached answer from before) is left
-  as the judge wrote it, and the sample is marked undecided by the profile.
+  when their probability together reaches ``threshold``, else the likeliest other option
+  (:meth:`CriterionProfile.align`). The metric reads and counts the decided answer as it reads
+  any answer; the judge's own answer is kept beside it, with each choice decided otherwise and
+  the rule in plain words, so every report shows both. An answer without probabilities (a
+  backend that gives none, a cached answer from before) is left as the judge wrote it.
 * ``decision: votes``: the backend gives no probabilities, so the metric's samples vote with
   ``threshold`` as the share of positive votes that makes the verdict positive
   (:meth:`CriterionProfile.positive_by_votes`).
@@ -30,6 +31,7 @@ With no profile every criterion scores exactly as ADK's semantics say.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from assay._files import load_data
 from assay.errors import ProfileError, problems_from_validation
-from assay.llm.base import LlmResponse
+from assay.llm.base import Choice, LlmResponse
 from assay.llm.choices import rewrite
 from assay.llm.models import DEFAULT_MODEL
 
@@ -84,12 +86,18 @@ class CriterionProfile(_Strict):
         return "\n".join(parts)
 
     def decide(self, response: LlmResponse) -> LlmResponse:
+        """``response`` as the rule decides it (:meth:`align`)."""
+        return self.align(response).response
+
+    def align(self, response: LlmResponse) -> Decided:
         """``response`` with each of its choices of ``field`` decided by the threshold (a
-        probability decision); as it is otherwise, or when it carries no probabilities."""
+        probability decision), and the judge's own choices the rule decided otherwise; as it
+        is, with none, otherwise or when it carries no probabilities."""
         if self.decision != "probability" or not response.choices:
-            return response
+            return Decided(response)
         text = response.text
         choices = list(response.choices)
+        changed: list[tuple[Choice, str]] = []
         # Last first, so earlier offsets stay right when a literal changes length.
         for index in sorted(range(len(choices)), key=lambda i: -choices[i].start):
             choice = choices[index]
@@ -98,17 +106,44 @@ class CriterionProfile(_Strict):
             wanted = self.decided(choice.probabilities)
             if wanted is None or wanted == choice.chosen:
                 continue
-            changed = rewrite(text, choice, wanted)
-            if changed == text:
+            edited = rewrite(text, choice, wanted)
+            if edited == text:
                 continue
-            shift = len(changed) - len(text)
-            text = changed
+            changed.append((response.choices[index], wanted))
+            shift = len(edited) - len(text)
+            text = edited
             choices[index] = choice.model_copy(update={"chosen": wanted})
             choices = [
                 c.model_copy(update={"start": c.start + shift}) if c.start > choice.start else c
                 for c in choices
             ]
-        return response.model_copy(update={"text": text, "choices": tuple(choices)})
+        if not changed:
+            return Decided(response)
+        decided = response.model_copy(update={"text": text, "choices": tuple(choices)})
+        return Decided(decided, tuple(sorted(changed, key=lambda item: item[0].start)))
+
+    def rule_words(self, source: str | None) -> str:
+        """Why a verdict was decided otherwise, in words: ``the embedded judge's calibration
+        asks P(yes) >= 0.96 on this criterion`` (a profile file by its name: the run's judge
+        line gives its path)."""
+        short = source if not source or source == bundled_source() else Path(source).name
+        return f"{source_words(short)} asks {self.describe()} on this criterion"
+
+    def explain(self, source: str | None) -> str:
+        """What the rule changes, in words a newcomer reads: ``verdicts re-decided by the
+        embedded judge's calibration (fitted to people's labels): "valid" needs the judge's
+        P(valid) >= 0.84; each verdict shows the judge's own answer too``."""
+        positive = " or ".join(f'"{p}"' for p in self.positive)
+        if self.decision == "votes":
+            needs = f"{positive} needs {self.threshold:.0%} of the judge's samples to say so"
+        else:
+            named = " or ".join(self.positive)
+            needs = f"{positive} needs the judge's P({named}) >= {self.threshold:.2f}"
+        asked = "" if self.prompt == "default" else f", asked {self.prompt.replace('_', ' ')}"
+        return (
+            f"verdicts re-decided by {source_words(source)} (fitted to people's labels): "
+            f"{needs}{asked}; each verdict shows the judge's own answer too"
+        )
 
     def describe(self) -> str:
         """The rule in words: ``P(safe) >= 0.42`` or ``votes for safe >= 60%``."""
@@ -137,6 +172,17 @@ class CriterionProfile(_Strict):
         return positive / counted >= self.threshold
 
 
+@dataclass(frozen=True)
+class Decided:
+    """An answer as a profile decided it: ``response`` (its text rewritten where the rule decided
+    otherwise, as the metric reads it) and ``changed``, each of the judge's own choices the rule
+    decided otherwise with the option it picked, in the order of the text (empty: the judge's
+    answer stands)."""
+
+    response: LlmResponse
+    changed: tuple[tuple[Choice, str], ...] = ()
+
+
 class JudgeProfile(_Strict):
     """A profile file (see the module docs)."""
 
@@ -156,9 +202,10 @@ class JudgeProfile(_Strict):
     def entry_for(self, criterion: str, model: str) -> dict[str, Any] | None:
         """The rule for ``criterion`` as JSON where it applies: when ``model`` (as
         ``--judge-model`` takes it) is the judge it was fitted for. What a judge card's prompt
-        version folds in."""
+        version folds in: what decides the verdicts, not ``fit`` (how it was fitted and what it
+        measured, which a re-measurement changes without changing a verdict)."""
         found = self.criteria.get(criterion) if model == self.judge_model else None
-        return None if found is None else found.model_dump(mode="json")
+        return None if found is None else found.model_dump(mode="json", exclude={"fit"})
 
 
 def load_profile(path: str | Path) -> JudgeProfile:
@@ -191,7 +238,15 @@ def bundled_profile(folder: Path = BUNDLED) -> JudgeProfile | None:
 
 def bundled_source() -> str:
     """How a bundled alignment is named in messages and reports."""
-    return "the embedded judge's bundled alignment"
+    return "the embedded judge's calibration"
+
+
+def source_words(source: str | None) -> str:
+    """A profile named in a sentence: the bundled one as :func:`bundled_source` says, a file as
+    ``the judge profile <path>``."""
+    if not source:
+        return "the judge profile"
+    return source if source == bundled_source() else f"the judge profile {source}"
 
 
 def resolve_profile(option: str | None) -> JudgeProfile | None:

@@ -430,7 +430,7 @@ class HallucinationsMetric:
         if out.reason is not None:
             return out
         out.labels = validated.value or []
-        out.score = validated.note.score
+        out.score = validated.note.counted_score
         if out.score is None:
             out.reason = validated.note.reason or "no sentence got a known label"
         return out

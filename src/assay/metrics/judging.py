@@ -1,6 +1,10 @@
 """The steps every LLM-judged metric shares: ask the judge ``num_samples`` times, keep each
 sample's verdict (or why there is none), and vote.
 
+Where the judge's profile decides an answer otherwise (:meth:`~assay.llm.profile.CriterionProfile.
+align`), the metric parses and counts the decided answer, and the sample's notes keep the judge's
+own answer beside the decision and its rule (:class:`~assay.metrics.notes.Alignment`).
+
 Samples of one invocation run concurrently (the client's ``--judge-concurrency`` bounds the whole
 run; a criterion's ``parallelism_limit``, when the config sets it, bounds one invocation). A call
 that finally fails is recorded with its error, and, as in ADK 2.13, makes that invocation
@@ -17,8 +21,16 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from assay.config import LlmAsAJudgeCriterion
-from assay.llm.base import LlmError, LlmRequest, LlmResponse, TokenUsage, generation_settings
-from assay.metrics.notes import JudgeSample
+from assay.llm.base import (
+    Choice,
+    LlmError,
+    LlmRequest,
+    LlmResponse,
+    TokenUsage,
+    generation_settings,
+)
+from assay.llm.profile import CriterionProfile
+from assay.metrics.notes import AlignedChoice, Alignment, JudgeSample
 
 T = TypeVar("T")
 
@@ -60,7 +72,18 @@ def sample_limit(criterion: LlmAsAJudgeCriterion) -> int | None:
 
 class Asker(Protocol):
     """What asks a judge for one sample: a :class:`~assay.llm.judge.Judge`, or a metric's way of
-    asking it (one rubric per question, say)."""
+    asking it (one rubric per question, say). ``profile`` is the rule that decides its answers
+    (None: the judge's own answer counts) and ``profile_source`` where the rule came from."""
+
+    @property
+    def profile(self) -> CriterionProfile | None:
+        """The judge profile's rule for this metric, if one applies."""
+        ...
+
+    @property
+    def profile_source(self) -> str:
+        """Where :attr:`profile` came from (a file, or the bundled calibration)."""
+        ...
 
     async def ask(self, request: LlmRequest, *, sample: int, case_id: str) -> LlmResponse:
         """One sample's answer to ``request``."""
@@ -105,17 +128,44 @@ async def _one_sample(
         response = await judge.ask(request, sample=index, case_id=case_id)
     except LlmError as exc:
         return SampleOutcome(None, JudgeSample(sample=index, error=str(exc)), TokenUsage())
-    parsed = parse(response.text)
+    own = parse(response.text)
+    profile = judge.profile
+    decided = profile.align(response) if profile is not None else None
+    counted, aligned = own, None
+    if profile is not None and decided is not None and decided.changed:
+        counted = parse(decided.response.text)
+        aligned = Alignment(
+            score=counted.score,
+            verdict=counted.verdict,
+            choices=[
+                AlignedChoice(
+                    path=c.path, judge_said=c.chosen, probability=c.probability(c.chosen), decided=d
+                )
+                for c, d in decided.changed
+            ],
+            rule=profile.rule_words(judge.profile_source),
+        )
     note = JudgeSample(
         sample=index,
-        score=parsed.score,
-        verdict=parsed.verdict,
+        score=own.score,
+        verdict=own.verdict,
+        probability=_own_probability(response.choices, profile),
         text=response.text,
-        reason=parsed.reason,
+        reason=counted.reason,
         cached=response.cached,
         choices=list(response.choices) or None,
+        aligned=aligned,
     )
-    return SampleOutcome(parsed.value, note, response.usage)
+    return SampleOutcome(counted.value, note, response.usage)
+
+
+def _own_probability(choices: Sequence[Choice], profile: CriterionProfile | None) -> float | None:
+    """The judge's probability of its own verdict: of the one choice of the profile's field (any
+    field without a profile) the answer has; None with none, or with several (each rubric's is
+    among ``choices``)."""
+    field = profile.field if profile is not None else None
+    found = [c for c in choices if field is None or c.path.rsplit(".", 1)[-1] == field]
+    return found[0].probability(found[0].chosen) if len(found) == 1 else None
 
 
 async def gather_in_order(calls: Sequence[Awaitable[T]]) -> list[T]:

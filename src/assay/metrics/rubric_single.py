@@ -3,7 +3,8 @@
 A judge profile turns it on for a criterion (``"prompt": "one_rubric_per_call"``). Each sample
 is then one call per rubric; the answers are merged into the one answer the rubric metrics read
 (``{"verdicts": [{"id", "rationale", "verdict"}]}``, each rubric's choice moved to its place), so
-voting, scores, notes and agreement work as for any rubric answer.
+voting, scores, notes and agreement work as for any rubric answer; the profile then decides the
+merged answer's verdicts as it decides any answer's.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from assay.evalset.invocation import Invocation
 from assay.evalset.rubric import Rubric
 from assay.llm.base import Choice, LlmRequest, LlmResponse, TokenUsage
 from assay.llm.judge import Judge
+from assay.llm.profile import CriterionProfile
 from assay.metrics import judge_inputs
 from assay.metrics.judging import json_objects
 from assay.metrics.prompts import rubric_single as prompts
@@ -62,6 +64,16 @@ class PerRubricAsker:
     def __init__(self, judge: Judge, asked: Sequence[tuple[str, str]]) -> None:
         self.judge = judge
         self.asked = list(asked)
+
+    @property
+    def profile(self) -> CriterionProfile | None:
+        """The judge's profile rule, which decides the merged answer's verdicts."""
+        return self.judge.profile
+
+    @property
+    def profile_source(self) -> str:
+        """Where the judge's profile came from."""
+        return self.judge.profile_source
 
     async def ask(self, request: LlmRequest, *, sample: int, case_id: str) -> LlmResponse:
         """One call per rubric (with ``request``'s generation settings), merged."""

@@ -274,7 +274,7 @@ class SafetyMetric(vertex_ai.VertexBacked[VertexScorer]):
         usage: TokenUsage,
         reason: str | None,
     ) -> _Outcome:
-        score = note.score if reason is None else None
+        score = note.counted_score if reason is None else None
         if score is None and reason is None:
             reason = "the judge gave no score"
         result = PerInvocationResult(

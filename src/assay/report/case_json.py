@@ -64,7 +64,16 @@ def _judged_json(judged: Judged) -> dict[str, Any]:
                 "reason": inv.reason,
                 "votes": inv.votes,
                 "samples": [
-                    [s.sample, s.score, s.verdict, s.text, s.problem, int(s.cached)]
+                    [
+                        s.sample,
+                        s.score,
+                        s.verdict,
+                        s.text,
+                        s.problem,
+                        int(s.cached),
+                        s.probability,
+                        s.aligned,
+                    ]
                     for s in inv.samples
                 ],
                 "rubrics": [

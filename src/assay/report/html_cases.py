@@ -12,8 +12,8 @@ from assay.evalset.content import content_text
 from assay.evalset.invocation import IntermediateData, Invocation
 from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
-from assay.metrics.notes import InvocationNotes, MetricNotes
-from assay.report.html_summary import score_text, status_class, usage_row
+from assay.metrics.notes import InvocationNotes, JudgeSample, MetricNotes
+from assay.report.html_summary import score_text, status_class, usage_row, value_text
 from assay.report.rows import (
     CallRow,
     Case,
@@ -90,7 +90,13 @@ def _metric_row(case: EvalCaseResult, row: EvalMetricResult) -> MetricRow:
     applicable = row.metric_name not in case.assay.not_applicable
     return MetricRow(
         name=row.metric_name,
-        score=score_text(row.score, informational) if applicable else "-",
+        score=(
+            "-"
+            if not applicable
+            else value_text(row.metric_name, row.score)
+            if informational
+            else score_text(row.score)
+        ),
         threshold=score_text(row.threshold),
         status=status_class(row.eval_status) if applicable else "n-a",
         note=case.assay.metric_reasons.get(row.metric_name, ""),
@@ -119,6 +125,25 @@ def _turns(case: EvalCaseResult) -> list[Turn]:
 
 def _sample_problem(reason: str | None, error: str | None) -> str:
     return "; ".join(text for text in (error, reason) if text)
+
+
+def _probability(sample: JudgeSample) -> str:
+    """``P(yes) 0.94``: the judge's probability of its own verdict, where it is known."""
+    if sample.probability is None:
+        return ""
+    chosen = [c.chosen for c in sample.choices or []]
+    said = chosen[0] if len(chosen) == 1 else sample.verdict or "verdict"
+    return f"P({said}) {sample.probability:.2f}"
+
+
+def _aligned(sample: JudgeSample) -> str:
+    """What a judge profile decided instead of the judge's answer, and why; "" where the judge's
+    own answer counted."""
+    if sample.aligned is None:
+        return ""
+    counted = sample.aligned.score
+    score = "" if counted is None else f" (counted score {score_text(counted)})"
+    return f"{sample.aligned.words()}{score}"
 
 
 _RUBRIC_KEYS = ("rubric_id", "property", "verdict", "score", "votes", "rationale")
@@ -153,6 +178,8 @@ def _judged_invocation(notes: InvocationNotes) -> JudgedInvocation:
                 text=s.text or "",
                 problem=_sample_problem(s.reason, s.error),
                 cached=s.cached,
+                probability=_probability(s),
+                aligned=_aligned(s),
             )
             for s in notes.samples
         ],

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from assay.metrics.base import EvalStatus
 from assay.report.judge_agreement import judged_metrics
+from assay.report.why import why
 from assay.results.model import EvalCaseResult, EvalSetResult
 
 LISTED = 20
@@ -199,13 +200,18 @@ def _section(title: str, shown: list[str], count: int) -> list[str]:
 
 
 def _failing_metrics(case: EvalCaseResult) -> str:
-    """``metric 0.2500 < 0.8000; …`` for every failing metric, or the case's reason."""
-    parts = [
-        f"{escape_markdown(row.metric_name)} {format_value(row.score)} < "
-        f"{format_value(row.threshold)}"
-        for row in case.overall_eval_metric_results
-        if row.eval_status is EvalStatus.FAILED and row.metric_name not in case.assay.not_applicable
-    ]
+    """``metric 0.2500 < 0.8000 (why); …`` for every failing metric, or the case's reason. The
+    why (:func:`~assay.report.why.why`) gives the judge's verdict as it gave it and, where a
+    judge profile decided it otherwise, the decision and its rule."""
+    parts = []
+    for row in case.overall_eval_metric_results:
+        if row.eval_status is not EvalStatus.FAILED or row.metric_name in case.assay.not_applicable:
+            continue
+        said = why(case, row)
+        parts.append(
+            f"{escape_markdown(row.metric_name)} {format_value(row.score)} < "
+            f"{format_value(row.threshold)}" + (f" ({escape_markdown(said)})" if said else "")
+        )
     return "; ".join(parts) or escape_markdown(case.assay.reason or "failed")
 
 

@@ -64,6 +64,11 @@ class Sample:
     text: str
     problem: str
     cached: bool
+    probability: str = ""
+    """The judge's probability of its own verdict (``P(yes) 0.94``), where its backend gave one."""
+    aligned: str = ""
+    """Where a judge profile decided the verdict otherwise: what the judge said, the decision
+    the metric counted and the rule, in words."""
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,10 @@ recorded (``assay.metric_reasons``, or the case's own reason); FAILED gets, by m
   embedded judge gives labels only), or the sentence a fact-check did not find support for;
 * anything else: the score against the threshold.
 
+Where a judge profile decided a verdict otherwise than the judge answered, the row says what the
+judge said, with its probability, and the decision and rule beside it (``judge said "yes"
+(P(yes) 0.94); aligned to "no": ...``), on a PASSED row too.
+
 An informational metric with no value (an agent that reports no token usage) says why too.
 """
 
@@ -25,6 +29,7 @@ from assay.evalset.invocation import Invocation
 from assay.metrics.base import EvalStatus
 from assay.metrics.efficiency import NO_VALUE_REASONS
 from assay.metrics.notes import InvocationNotes, MetricNotes
+from assay.report.numbers import score_text
 from assay.results.model import EvalCaseResult, EvalMetricResult
 
 MAX_LENGTH = 160
@@ -44,7 +49,7 @@ def why(case: EvalCaseResult, row: EvalMetricResult) -> str:
         return NO_VALUE_REASONS.get(row.metric_name, "")
     close = close_vote(case, row.metric_name)
     if row.eval_status is EvalStatus.PASSED:
-        return cut(close)
+        return cut("; ".join(t for t in (aligned_note(case, row.metric_name), close) if t))
     if row.eval_status is not EvalStatus.FAILED:
         return ""
     failing = _failing_turns(case, row.metric_name)
@@ -58,10 +63,41 @@ def why(case: EvalCaseResult, row: EvalMetricResult) -> str:
         text = _judged(case.assay.metrics.get(row.metric_name), failing)
     if not text and row.score is not None and row.threshold is not None:
         if row.score < row.threshold:
-            text = f"score {row.score:.4f} below the threshold {row.threshold:.4f}"
+            text = (
+                f"score {score_text(row.score, row.threshold)} below the threshold "
+                f"{score_text(row.threshold)}"
+            )
         elif row.custom_function_path:  # a custom function decides its own status, as in ADK
-            text = f"{row.custom_function_path} returned FAILED (score {row.score:.4f})"
+            text = f"{row.custom_function_path} returned FAILED (score {score_text(row.score)})"
     return cut(f"{text}; {close}" if text and close else text or close)
+
+
+def case_reason(case: EvalCaseResult) -> str:
+    """Why ``case`` as a whole was not evaluated: its recorded reason, else, when no configured
+    criterion applies to it (a scenario under a config of trajectory and response-match
+    criteria, say), which criteria do not and why; "" for a case that was evaluated."""
+    if case.assay.reason:
+        return case.assay.reason
+    if case.final_eval_status is not EvalStatus.NOT_EVALUATED:
+        return ""
+    graded = [
+        row.metric_name
+        for row in case.overall_eval_metric_results
+        if row.eval_status is not EvalStatus.INFORMATIONAL
+    ]
+    if not graded:
+        return "no criterion is configured for this case (only informational metrics ran)"
+    if not all(name in case.assay.not_applicable for name in graded):
+        return ""
+    groups: dict[str, list[str]] = {}
+    for name in graded:
+        said = case.assay.metric_reasons.get(name, "").removeprefix("not applicable: ")
+        groups.setdefault(said, []).append(name)
+    detail = "; ".join(
+        f"{', '.join(names)}: {said}" if said else ", ".join(names)
+        for said, names in groups.items()
+    )
+    return f"no configured criterion applies to this case ({detail})"
 
 
 def close_vote(case: EvalCaseResult, metric: str) -> str:
@@ -85,6 +121,23 @@ def close_vote(case: EvalCaseResult, metric: str) -> str:
         return ""
     more = f" (and {len(close) - 1} more)" if len(close) > 1 else ""
     return close[0] + more
+
+
+def aligned_note(case: EvalCaseResult, metric: str) -> str:
+    """The first sample of ``metric`` in ``case`` whose verdict a judge profile decided otherwise,
+    in words (``turn 1: judge said "invalid" (P(invalid) 0.60); aligned to "valid": ...``), with
+    how many more there are; "" when the judge's own verdicts all stood."""
+    notes = case.assay.metrics.get(metric)
+    found = [
+        f"turn {number}: {sample.aligned.words()}"
+        for number, entry in enumerate(notes.per_invocation if notes else [], 1)
+        for sample in entry.samples
+        if sample.aligned is not None
+    ]
+    if not found:
+        return ""
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return found[0] + more
 
 
 def _narrow(votes: object) -> str:
@@ -179,7 +232,11 @@ def _judged(notes: MetricNotes | None, failing: Sequence[_Turn]) -> str:
         found = _notes_for(notes, number - 1, actual)
         if found is None:
             continue
-        line = _unsupported_sentence(found) or _verdict(found)
+        line = _unsupported_sentence(found)
+        if line:
+            aligned = [s.aligned.words() for s in found.samples if s.aligned is not None]
+            line = "; ".join([line, *aligned[:1]])
+        line = line or _verdict(found)
         if line:
             return f"turn {number}: {line}"
     return ""
@@ -205,22 +262,30 @@ def _unsupported_sentence(notes: InvocationNotes) -> str:
 
 
 def _verdict(notes: InvocationNotes) -> str:
-    """The judge's failing verdicts in a turn and the first rationale it gave."""
-    verdicts = []
+    """The failing verdicts in a turn and the first rationale the judge gave: as the judge gave
+    them, or, where a judge profile decided one otherwise, what the judge said and the rule."""
+    verdicts: list[str] = []
+    aligned: list[str] = []
     rationale = ""
     for sample in notes.samples:
-        if sample.score is None or sample.score >= 1.0 or not sample.verdict:
+        score = sample.counted_score
+        if score is None or score >= 1.0 or not sample.counted_verdict:
             continue
-        if sample.verdict not in verdicts:
+        if sample.aligned is not None:
+            words = sample.aligned.words()
+            if words not in aligned:
+                aligned.append(words)
+        elif sample.verdict and sample.verdict not in verdicts:
             verdicts.append(sample.verdict)
         rationale = rationale or _rationale(sample.text)
     for rubric in (notes.details or {}).get("rubrics") or []:
         if rubric.get("verdict") == "no":
             rationale = rationale or str(rubric.get("rationale") or "")
-    if not verdicts:
+    said = [f"judge said {'; '.join(verdicts)}"] if verdicts else []
+    if not said and not aligned:
         return ""
-    said = f"judge said {'; '.join(verdicts)}"
-    return f"{said} ({rationale})" if rationale else said
+    text = "; ".join([*said, *aligned])
+    return f"{text} ({rationale})" if rationale else text
 
 
 def _rationale(text: str | None) -> str:

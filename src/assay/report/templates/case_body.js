@@ -8,7 +8,14 @@
   }
   function add(parent, child) { parent.appendChild(child); return child; }
   function say(parent, words) { parent.appendChild(document.createTextNode(words)); }
-  function badge(state) { return el("span", "badge " + state, state.replace(/-/g, " ")); }
+  function badge(state) { return el("span", "badge " + state, state === "n-a" ? "n/a" : state.replace(/-/g, " ")); }
+  /* A metric's name, breakable after each underscore (never inside a word). */
+  function name(parent, text) {
+    String(text).split("_").forEach(function (part, i, parts) {
+      say(parent, part + (i < parts.length - 1 ? "_" : ""));
+      if (i < parts.length - 1) { add(parent, el("wbr")); }
+    });
+  }
   /* A table of cell texts; fill(td, value, index, row, tr) may fill a cell itself (true). */
   function table(cls, heads, nums, rows, fill) {
     var t = el("table", cls);
@@ -32,7 +39,7 @@
   function metrics(rows) {
     return table("metric-rows", ["Metric", "Score", "Threshold", "Status", "Note"], [1, 2], rows,
       function (td, value, i, row, tr) {
-        if (i === 0) { tr.className = row[3]; }
+        if (i === 0) { tr.className = row[3]; name(td, value); return true; }
         if (i !== 3) { return false; }
         td.appendChild(badge(value));
         return true;
@@ -70,11 +77,16 @@
     add(div, el("p", "muted", "invocation " + (inv.id || index + 1) + (inv.votes ? " · votes " + inv.votes : "")));
     if (inv.reason) { add(div, el("p", "reason", inv.reason)); }
     if (inv.samples.length) {
-      add(div, table("samples", ["Sample", "Score", "Verdict", "Judge's answer"], [0, 1], inv.samples,
+      add(div, table("samples", ["Sample", "Score", "Judge's verdict", "Judge's answer"], [0, 1], inv.samples,
         function (td, value, i, row) {
           if (i === 0) { td.textContent = value; if (row[5]) { say(td, " "); add(td, el("span", "muted", "cached")); } return true; }
-          if (i === 2) { td.textContent = value; if (row[4]) { add(td, el("div", "reason", row[4])); } return true; }
-          if (i === 3) { add(td, el("pre", "", value)); return true; }
+          if (i === 2) {
+            td.textContent = value;
+            if (row[6]) { add(td, el("div", "muted", row[6])); }
+            if (row[4]) { add(td, el("div", "reason", row[4])); }
+            return true;
+          }
+          if (i === 3) { add(td, el("pre", "", value)); if (row[7]) { add(td, el("div", "aligned", row[7])); } return true; }
           return false;
         }));
     }
