@@ -3,6 +3,7 @@ the newest matching card found beside a judged metric."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,13 @@ from typing import Any
 import pytest
 
 from assay.agreement.cards import (
+    CardsError,
+    CardsFile,
     JudgeCard,
     attach_agreement,
+    bundled_cards,
+    bundled_cards_path,
+    choose_card,
     find_card,
     list_cards,
     prompt_version,
@@ -24,6 +30,7 @@ from assay.config import (
     LlmAsAJudgeCriterion,
     RubricsBasedCriterion,
 )
+from assay.history.records import HistoryError
 from assay.history.schema import SCHEMA_VERSION
 from assay.history.store import HistoryStore
 from assay.results.model import EvalSetResult, JudgeInfo, SetNotes
@@ -88,7 +95,7 @@ def test_samples_and_model_config_change_the_prompt_version_threshold_and_model_
     assert prompt_version(FRM, judged(parallelism_limit=4)) == base
 
 
-def test_each_criterion_and_each_rubric_text_has_its_own_prompt_version() -> None:
+def test_each_criterion_has_its_own_prompt_version_and_rubric_texts_do_not_change_it() -> None:
     def rubrics(text: str) -> RubricsBasedCriterion:
         return RubricsBasedCriterion.model_validate(
             {
@@ -99,7 +106,8 @@ def test_each_criterion_and_each_rubric_text_has_its_own_prompt_version() -> Non
 
     quality = "rubric_based_final_response_quality_v1"
     tool_use = "rubric_based_tool_use_quality_v1"
-    assert prompt_version(quality, rubrics("It answers.")) != prompt_version(
+    # A rubric is the judge's input (as a case's own rubrics are), not how it is asked.
+    assert prompt_version(quality, rubrics("It answers.")) == prompt_version(
         quality, rubrics("It answers politely.")
     )
     assert prompt_version(quality, rubrics("x")) != prompt_version(tool_use, rubrics("x"))
@@ -258,3 +266,196 @@ def test_a_profiled_judge_is_looked_up_by_the_prompt_version_its_profile_makes(
     safety = result.assay.judges["safety_v1"]
     assert safety.prompt_version == profiled
     assert safety.agreement is not None and safety.agreement.kappa == 0.7
+
+
+# --- which card is shown: the bundled ones and the history's ---------------------------------
+
+
+def test_a_history_card_displaces_the_bundled_one_only_when_from_as_many_labels() -> None:
+    bundled = card(labels=34, created=1_000.0)
+    smaller, equal = card(labels=30, created=2_000.0), card(labels=34, created=3_000.0)
+
+    assert choose_card([], bundled) is bundled
+    assert choose_card([smaller], bundled) is bundled
+    assert choose_card([equal, smaller], bundled) is equal
+    assert choose_card([smaller], None) is smaller
+
+
+def test_a_card_from_too_few_labels_never_displaces_a_larger_one_however_new() -> None:
+    few, fewer = card(labels=4, created=3_000.0), card(labels=2, created=4_000.0)
+    large, newer_enough = card(labels=120, created=1_000.0), card(labels=25, created=2_000.0)
+
+    assert choose_card([few, large], None) is large
+    assert choose_card([fewer, few], None) is few  # all too few: the one from the most labels
+    assert choose_card([few, newer_enough, large], None) is newer_enough  # the newest from 20+
+    assert choose_card([few], card(labels=34)) is not few
+
+
+EMBEDDED = "local:qwen2.5-coder-1.5b"
+BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "judge_agreement" / "labelled"
+EXAMPLE_CONFIG = Path(__file__).resolve().parents[2] / "examples" / "travel" / "test_config.json"
+
+
+def _bundled_for(config: EvalConfig, *names: str, labels: int = 34) -> list[JudgeCard]:
+    """Cards as export_cards.py ships them: the embedded judge measured with ``config`` (the
+    benchmark's) and the bundled profile."""
+    from assay.llm.profile import bundled_profile
+
+    profile = bundled_profile()
+    return [
+        card(
+            judge_model=EMBEDDED,
+            criterion=name,
+            version=prompt_version(
+                name, config.criteria[name], profile.entry_for(name, EMBEDDED) if profile else None
+            ),
+            labels=labels,
+            kappa=0.06,
+        ).model_copy(update={"labels_file": "benchmarks/judge_agreement/labelled/test.labels.yaml"})
+        for name in names
+    ]
+
+
+def _embedded_result(*metrics: str) -> EvalSetResult:
+    info = JudgeInfo(model="local:", source="embedded", judge_model=EMBEDDED, description="x")
+    judges = {name: info.model_copy() for name in metrics}
+    return EvalSetResult(
+        eval_set_result_id="r", eval_set_id="s", assay=SetNotes(version="0", judges=judges)
+    )
+
+
+def test_a_first_run_of_the_example_shows_the_embedded_judges_bundled_cards(
+    tmp_path: Path,
+) -> None:
+    from assay.llm.profile import bundled_profile
+
+    benchmark = EvalConfig.model_validate_json((BENCHMARK / "test_config.json").read_text())
+    example = EvalConfig.model_validate_json(EXAMPLE_CONFIG.read_text())
+    # The example writes its rubrics in its config, the benchmark in its cases: the same prompt.
+    judged = (
+        "final_response_match_v2",
+        "rubric_based_final_response_quality_v1",
+        "rubric_based_tool_use_quality_v1",
+        "hallucinations_v1",
+        "safety_v1",
+        "per_turn_user_simulator_quality_v1",
+    )
+    shipped = _bundled_for(benchmark, *judged)
+    result = _embedded_result(*judged)
+    history = tmp_path / "fresh" / "history.sqlite"
+    profile = bundled_profile()
+
+    attach_agreement([result], [example], history, profile.entry_for if profile else None, shipped)
+
+    assert result.assay is not None
+    for name in judged:
+        found = result.assay.judges[name].agreement
+        assert found is not None, name
+        assert (found.bundled, found.labels, found.kappa) == (True, 34, 0.06)
+        assert found.labels_file == "benchmarks/judge_agreement/labelled/test.labels.yaml"
+    assert not history.parent.exists()
+
+
+def test_a_bundled_card_is_not_shown_for_another_configuration_of_its_criterion(
+    tmp_path: Path,
+) -> None:
+    from assay.llm.profile import bundled_profile
+
+    benchmark = EvalConfig.model_validate_json((BENCHMARK / "test_config.json").read_text())
+    data = json.loads(EXAMPLE_CONFIG.read_text())
+    data["criteria"]["rubric_based_tool_use_quality_v1"]["judge_model_options"]["num_samples"] = 5
+    example = EvalConfig.model_validate(data)
+    rubric = "rubric_based_tool_use_quality_v1"
+    shipped = _bundled_for(benchmark, rubric)
+    result = _embedded_result(rubric)
+    profile = bundled_profile()
+
+    attach_agreement(
+        [result], [example], tmp_path / "h.sqlite", profile.entry_for if profile else None, shipped
+    )
+
+    assert result.assay is not None
+    tool_use = result.assay.judges[rubric]
+    assert tool_use.agreement is None
+    assert tool_use.other_prompt_version == shipped[-1].prompt_version != tool_use.prompt_version
+
+
+def test_bundled_cards_are_for_their_judge_only_and_a_larger_history_card_wins(
+    tmp_path: Path,
+) -> None:
+    config = EvalConfig.model_validate({"criteria": {"safety_v1": 0.8}})
+    [shipped] = _bundled_for(config, "safety_v1")
+    path = tmp_path / "history.sqlite"
+    with HistoryStore(path) as store:
+        record_cards(store, [shipped.model_copy(update={"labels": 4, "created": 9e9})])
+    other_judge = _judged_result("safety_v1")  # openai:gpt-4o-mini
+    embedded = _embedded_result("safety_v1")
+
+    attach_agreement([other_judge, embedded], [config, config], path, None, [shipped])
+
+    assert other_judge.assay is not None and embedded.assay is not None
+    assert other_judge.assay.judges["safety_v1"].agreement is None
+    assert other_judge.assay.judges["safety_v1"].other_prompt_version is None
+    found = embedded.assay.judges["safety_v1"].agreement
+    assert found is not None and (found.bundled, found.labels) == (True, 34)
+
+    with HistoryStore(path) as store:
+        record_cards(store, [shipped.model_copy(update={"labels": 60, "created": 1.0})])
+    again = _embedded_result("safety_v1")
+    attach_agreement([again], [config], path, None, [shipped])
+    assert again.assay is not None
+    found = again.assay.judges["safety_v1"].agreement
+    assert found is not None and (found.bundled, found.labels) == (False, 60)
+
+
+def test_bundled_cards_are_read_from_beside_the_bundled_profile(tmp_path: Path) -> None:
+    assert bundled_cards_path().parent == Path(__file__).resolve().parents[2] / "src" / (
+        "assay/llm/profiles"
+    )
+    assert bundled_cards_path().name == "qwen2.5-coder-1.5b.cards.json"
+    assert bundled_cards(tmp_path) == []
+    shipped = [card(judge_model=EMBEDDED)]
+    bundled_cards_path(tmp_path).write_text(
+        CardsFile(cards=shipped).model_dump_json(), encoding="utf-8"
+    )
+    assert bundled_cards(tmp_path) == shipped
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        (
+            '{"format": "assay-judge-cards/1", "cards": [{"judge_model": 1}]}',
+            "cards[0].judge_model",
+        ),
+        ('{"cards": [], "colour": "red"}', "colour"),
+        ("[not json", "(the top level)"),
+    ],
+)
+def test_a_cards_file_that_is_not_one_is_an_error_naming_the_file_and_where(
+    tmp_path: Path, text: str, where: str
+) -> None:
+    path = bundled_cards_path(tmp_path)
+    path.write_text(text, encoding="utf-8")
+
+    with pytest.raises(CardsError) as raised:
+        bundled_cards(tmp_path)
+
+    assert str(raised.value).startswith(f"{path}: not a judge cards file (")
+    assert f"at {where}: " in str(raised.value)
+    assert isinstance(raised.value, HistoryError)  # shown as an unreadable history is
+
+
+def test_an_unreadable_history_still_gets_the_bundled_cards_then_raises(tmp_path: Path) -> None:
+    config = EvalConfig.model_validate({"criteria": {"safety_v1": 0.8}})
+    shipped = _bundled_for(config, "safety_v1")
+    path = tmp_path / "history.sqlite"
+    path.write_bytes(b"not a database at all, but long enough to be read as one" * 100)
+    result = _embedded_result("safety_v1")
+
+    with pytest.raises(HistoryError):
+        attach_agreement([result], [config], path, None, shipped)
+
+    assert result.assay is not None
+    found = result.assay.judges["safety_v1"].agreement
+    assert found is not None and found.bundled

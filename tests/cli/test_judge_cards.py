@@ -19,6 +19,7 @@ from assay.agreement.cards import JudgeCard, list_cards, prompt_version, record_
 from assay.config import EvalConfig
 from assay.history.records import default_history_path
 from assay.history.store import HistoryStore
+from assay.report.markdown import escape_markdown
 
 browser = _browser.browser
 
@@ -30,11 +31,23 @@ MEASURED = (
     "rubric_based_tool_use_quality_v1",
     "hallucinations_v1",
 )
-FRM_LINE = "final_response_match_v2: judge agrees with people on 75% (kappa 0.00, 4 labels)"
-FRM_WARNING = (
-    "warning: the judge of final_response_match_v2 agrees with people at chance (kappa 0.00 on "
-    "4 labels): its verdicts are a smoke test"
+
+
+def _shown(path: Path) -> str:
+    """A labels file as the reports name it: relative to the working folder when inside it."""
+    resolved = path.resolve()
+    return (
+        str(resolved.relative_to(Path.cwd()))
+        if resolved.is_relative_to(Path.cwd())
+        else str(resolved)
+    )
+
+
+FRM_TEXT = (
+    "judge agreed with people on 3 of 4 labels (kappa 0.00 [+0.00, +0.00]; "
+    f"{_shown(LABELS)}): too few labels to tell (20 needed)"
 )
+FRM_LINE = f"final_response_match_v2: {FRM_TEXT}"
 
 
 def _cards() -> list[JudgeCard]:
@@ -72,6 +85,7 @@ def test_agree_records_a_card_per_criterion_and_judge_cards_lists_them(run_cli: 
     table = run_cli("judge", "cards")
     assert "judge cards" in table.out and "openai:stub-judge" in table.out
     assert frm.prompt_version in table.out
+    assert "3 of 4" in table.out and "75%" not in table.out  # too few labels: a count
 
 
 def test_agree_with_no_record_writes_no_card(run_cli: RunCli) -> None:
@@ -93,10 +107,10 @@ def test_agree_records_in_the_history_file_given(run_cli: RunCli, tmp_path: Path
         assert len(list_cards(store)) == len(MEASURED)
 
 
-def test_eval_shows_each_judges_agreement_and_says_plainly_where_it_is_a_smoke_test(
+def test_eval_shows_cards_from_too_few_labels_as_counts_with_their_interval_in_every_view(
     run_cli: RunCli, example: Example, tmp_path: Path
 ) -> None:
-    assert run_cli("judge", "agree", LABELS).code == 0
+    assert run_cli("judge", "agree", LABELS).code == 0  # 2-4 labels per criterion
     out, html, junit, markdown = (
         tmp_path / name for name in ("results.json", "r.html", "r.xml", "r.md")
     )
@@ -107,14 +121,14 @@ def test_eval_shows_each_judges_agreement_and_says_plainly_where_it_is_a_smoke_t
 
     assert run.code == 0, run.output
     text = _flat(run.out)
-    assert FRM_LINE in text
-    assert "safety_v1: judge agrees with people on 100% (kappa undefined, 2 labels)" in text
-    assert "judge agreement not measured: per_turn_user_simulator_quality_v1" in text
-    assert FRM_WARNING in text
+    assert FRM_LINE in text, text
     assert (
-        "warning: the judge of safety_v1 has no kappa (undefined on 2 labels: one label "
-        "throughout): its verdicts are a smoke test" in text
+        "safety_v1: judge agreed with people on 2 of 2 labels (kappa undefined; "
+        f"{_shown(LABELS)}): too few labels to tell (20 needed)" in text
     )
+    assert "judge agreement not measured: per_turn_user_simulator_quality_v1" in text
+    assert "judge agrees with people on" not in text  # never a bare percentage
+    assert "100%" not in text and "smoke test" not in text
 
     judges = json.loads(out.read_text(encoding="utf-8"))["assay"]["judges"]
     found = judges["final_response_match_v2"]["agreement"]
@@ -126,28 +140,26 @@ def test_eval_shows_each_judges_agreement_and_says_plainly_where_it_is_a_smoke_t
     )
     assert found["prompt_version"] == judges["final_response_match_v2"]["prompt_version"]
     assert found["card_date"].endswith("Z")
+    assert found["labels_file"] == str(LABELS.resolve()) and len(found["labels_sha256"]) == 64
+    assert found["bundled"] is False
     assert "agreement" not in judges["per_turn_user_simulator_quality_v1"]
 
     page = _flat(html.read_text(encoding="utf-8"))
-    assert "judge agrees with people on 75% (kappa 0.00, 4 labels)" in page
-    assert FRM_WARNING in page
+    assert FRM_TEXT in page
     assert "judge agreement not measured" in page
 
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None
     properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
-    assert properties["assay.judge_agreement.final_response_match_v2"] == FRM_LINE.split(": ", 1)[1]
-    assert properties["assay.judge_warning.final_response_match_v2"] == FRM_WARNING[9:]
+    assert properties["assay.judge_agreement.final_response_match_v2"] == FRM_TEXT
+    assert "assay.judge_warning.final_response_match_v2" not in properties
     assert properties["assay.judge_agreement.per_turn_user_simulator_quality_v1"] == (
         "judge agreement not measured"
     )
-    system_out = suite.find("system-out")
-    assert system_out is not None and FRM_WARNING in (system_out.text or "")
 
     summary = markdown.read_text(encoding="utf-8")
     assert "### Judges" in summary
-    assert "judge agrees with people on 75% \\(kappa 0.00, 4 labels\\)" in summary
-    assert "> **Warning:** the judge of final\\_response\\_match\\_v2 agrees" in summary
+    assert escape_markdown(FRM_TEXT) in summary
 
 
 def test_a_judge_that_agrees_well_beyond_chance_gets_its_line_and_no_warning(
@@ -164,7 +176,10 @@ def test_a_judge_that_agrees_well_beyond_chance_gets_its_line_and_no_warning(
 
     assert run.code == 0, run.output
     text = _flat(run.out)
-    assert "safety_v1: judge agrees with people on 82% (kappa 0.61, 120 labels)" in text
+    assert (
+        "safety_v1: judge agrees with people on 82% (kappa 0.61 [+0.49, +0.73]; 120 labels, "
+        "team-labels.yaml): good agreement" in text
+    )
     assert "the judge of safety_v1" not in text  # no smoke-test warning
     assert "judge agreement not measured: final_response_match_v2" in text
 
@@ -255,7 +270,7 @@ def test_a_criterion_decided_by_a_judge_profile_is_matched_on_a_prompt_version_w
     criterion = config.criteria["safety_v1"]
     from assay.llm.profile import CriterionProfile
 
-    fitted = CriterionProfile.model_validate(entry).model_dump(mode="json")
+    fitted = CriterionProfile.model_validate(entry).model_dump(mode="json", exclude={"fit"})
     with HistoryStore(default_history_path()) as store:
         record_cards(
             store, [_card("safety_v1", prompt_version("safety_v1", criterion), kappa=0.05)]
@@ -274,4 +289,118 @@ def test_a_criterion_decided_by_a_judge_profile_is_matched_on_a_prompt_version_w
     safety = json.loads(out.read_text(encoding="utf-8"))["assay"]["judges"]["safety_v1"]
     assert safety["prompt_version"] == prompt_version("safety_v1", criterion, fitted)
     assert safety["agreement"]["kappa"] == 0.7
-    assert "safety_v1: judge agrees with people on 82% (kappa 0.70, 120 labels)" in _flat(run.out)
+    assert (
+        "safety_v1: judge agrees with people on 82% (kappa 0.70 [+0.58, +0.82]; 120 labels, "
+        "team-labels.yaml): good agreement" in _flat(run.out)
+    )
+
+
+def _ship(folder: Path, cards: list[JudgeCard], monkeypatch: Any) -> None:
+    """``cards`` as if shipped with assay (the embedded judge's own live in the package)."""
+    from assay.agreement import cards as module
+
+    path = folder / "judge.cards.json"
+    path.write_text(module.CardsFile(cards=cards).model_dump_json(), encoding="utf-8")
+    monkeypatch.setattr(module, "bundled_cards_path", lambda folder=None: path)
+
+
+def test_a_first_run_shows_the_bundled_cards_in_every_view_and_assay_show_says_the_same(
+    run_cli: RunCli, example: Example, tmp_path: Path, monkeypatch: Any
+) -> None:
+    config = EvalConfig.model_validate_json(example.config.read_text(encoding="utf-8"))
+    shipped = [
+        _card(name, prompt_version(name, config.criteria[name]), kappa=kappa).model_copy(
+            update={
+                "labels": 34,
+                "judged": 34,
+                "agree": 18,
+                "agreement": 18 / 34,
+                "kappa_interval": interval,
+                "labels_file": "benchmarks/judge_agreement/labelled/test.labels.yaml",
+            }
+        )
+        for name, kappa, interval in (
+            ("final_response_match_v2", 0.06, (0.0, 0.21)),
+            ("safety_v1", 0.65, (0.45, 0.8)),
+        )
+    ]
+    _ship(tmp_path, shipped, monkeypatch)
+    assert run_cli("judge", "agree", LABELS).code == 0  # 4 labels: displaces no larger card
+    out, html, junit, markdown = (
+        tmp_path / name for name in ("results.json", "r.html", "r.xml", "r.md")
+    )
+
+    run = run_cli(
+        "eval", example.evalset, "--traces", example.traces, "--output", out,
+        "--html", html, "--junit", junit, "--markdown", markdown,
+    )  # fmt: skip
+
+    assert run.code == 0, run.output
+    frm = (
+        "judge agrees with people on 53% (kappa 0.06 [+0.00, +0.21]; 34 labels, "
+        "benchmarks/judge_agreement test half): at chance on this criterion: a smoke test, not "
+        "a decision"
+    )
+    safety = (
+        "judge agrees with people on 53% (kappa 0.65 [+0.45, +0.80]; 34 labels, "
+        "benchmarks/judge_agreement test half): good agreement"
+    )
+    text = _flat(run.out)
+    assert f"final_response_match_v2: {frm}" in text, text
+    assert f"safety_v1: {safety}" in text
+    assert "hallucinations_v1: judge agreed with people on 2 of 2 labels" in text  # history's
+    judges = json.loads(out.read_text(encoding="utf-8"))["assay"]["judges"]
+    assert judges["final_response_match_v2"]["agreement"]["bundled"] is True
+    assert judges["hallucinations_v1"]["agreement"]["bundled"] is False
+    page = _flat(html.read_text(encoding="utf-8"))
+    assert frm in page and safety in page
+    assert "shipped with assay: prompt " in page
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert properties["assay.judge_agreement.final_response_match_v2"] == frm
+    assert properties["assay.judge_warning.final_response_match_v2"] == (
+        "the judge of final_response_match_v2 is at chance on this criterion (kappa 0.06 on 34 "
+        "labels): a smoke test, not a decision"
+    )
+    assert "assay.judge_warning.safety_v1" not in properties
+    assert escape_markdown(frm) in markdown.read_text(encoding="utf-8")
+
+    shown = run_cli("show", "latest")
+    assert shown.code == 0, shown.output
+    assert f"final_response_match_v2: {frm}" in _flat(shown.out)
+    assert f"safety_v1: {safety}" in _flat(shown.out)
+
+
+def test_a_bundled_card_for_another_prompt_is_named_never_shown(
+    run_cli: RunCli, example: Example, tmp_path: Path, monkeypatch: Any
+) -> None:
+    _ship(tmp_path, [_card("safety_v1", "0123456789ab", kappa=0.65)], monkeypatch)
+
+    run = run_cli("eval", example.evalset, "--traces", example.traces, "--no-history")
+
+    assert run.code == 0, run.output
+    text = _flat(run.out)
+    assert (
+        "judge agreement measured for the default prompt, not this configuration: safety_v1" in text
+    )
+    assert "0.65" not in text and "judge agrees" not in text
+
+
+def test_an_unreadable_bundled_cards_file_is_a_warning_not_a_traceback(
+    run_cli: RunCli, example: Example, tmp_path: Path, monkeypatch: Any
+) -> None:
+    from assay.agreement import cards as module
+
+    broken = tmp_path / "judge.cards.json"
+    broken.write_text('{"cards": "none"}', encoding="utf-8")
+    monkeypatch.setattr(module, "bundled_cards_path", lambda folder=None: broken)
+
+    run = run_cli("eval", example.evalset, "--traces", example.traces, "--no-history")
+
+    assert run.code == 0, run.output
+    assert f"warning: {broken}: not a judge cards file (1 problem(s); at cards: " in _flat(
+        run.output
+    )
+    assert "judge agreement not shown" in _flat(run.output)
+    assert "Traceback" not in run.output

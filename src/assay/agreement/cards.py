@@ -5,18 +5,32 @@ verdicts.
 the judge model (as ``--judge-model`` takes it), the judge in words, the criterion, the prompt
 version, the labels file (path and sha256), the figures (labels, judged, agreement, kappa and its
 95% interval, people's and the judge's positive rates, the confusion table), ``num_samples``,
-assay's version and the time. ``assay eval`` looks up, per judged criterion, the newest card of
-the same judge model, criterion and prompt version, and shows it beside the verdicts
-(:func:`attach_agreement`).
+assay's version and the time. ``assay eval`` looks up, per judged criterion, the cards of the
+same judge model, criterion and prompt version, and shows one beside the verdicts
+(:func:`attach_agreement`, chosen by :func:`choose_card`).
+
+The embedded judge's own agreement ships with assay: **bundled cards**
+(``src/assay/llm/profiles/<model>.cards.json``, :func:`bundled_cards`), one per judged criterion,
+measured on the test half of ``benchmarks/judge_agreement`` (made by
+``benchmarks/judge_agreement/export_cards.py``), so a first run shows them with no history. A
+history card is shown instead only when it is from at least as many labels. A card from fewer
+than :data:`~assay.results.model.FEW_AGREEMENT_LABELS` labels never displaces a card from more
+labels, however new. Where the embedded judge has a bundled card for the criterion but for
+another prompt version (other options or profile), none is shown, and the results say
+which version it was measured for (``other_prompt_version``).
 
 The **prompt version** (:func:`prompt_version`) is a short sha256 of what decides the judge's
 label of a unit besides the model: the criterion's prompt module (its system and user templates
 and answer schema, :mod:`assay.metrics.prompts`, as source text), the constants of its metric
 module (the labels and the patterns its answers are read with), the criterion's options that
-reach the judge or the vote (``num_samples``, ``judge_model_config``, rubrics, stop signal; not
-the threshold, not the judge model, which the card names on its own) and, when one is given, the
+reach the judge or the vote (``num_samples``, ``judge_model_config``, stop signal; not the
+threshold, not the judge model, which the card names on its own) and, when one is given, the
 judge-alignment profile of that criterion. A change to any of them makes earlier cards stop
-matching: an agreement measured on another prompt is not shown as this one's.
+matching: an agreement measured on another prompt is not shown as this one's. A criterion's
+``rubrics`` are not part of it: a rubric is what the judge is asked about, its input, as the
+rubrics an eval case carries are (the bundled cards were measured over many rubrics, each item
+its own), so a config that writes its rubrics in ``test_config.json`` is measured by the same
+card as one that writes them in its cases.
 """
 
 from __future__ import annotations
@@ -30,15 +44,16 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from assay._version import __version__
 from assay.config import BaseCriterion, EvalConfig, LlmAsAJudgeCriterion
+from assay.errors import format_path
 from assay.history.records import HistoryError
 from assay.history.store import HistoryStore
-from assay.results.model import SIMULATOR, EvalSetResult, JudgeAgreement
+from assay.results.model import FEW_AGREEMENT_LABELS, SIMULATOR, EvalSetResult, JudgeAgreement
 
 if TYPE_CHECKING:
     from assay.agreement.agree import AgreeReport
@@ -112,6 +127,7 @@ def prompt_version(
 def _verdict_options(criterion: BaseCriterion) -> dict[str, Any]:
     data = criterion.model_dump(mode="json")
     data.pop("threshold", None)
+    data.pop("rubrics", None)  # the judge's input, not its prompt (see the module docs)
     for key in criterion.ignored_keys:  # keys no metric reads change no verdict
         data.pop(key, None)
     options = data.pop("judge_model_options", None)
@@ -207,8 +223,9 @@ class JudgeCard(BaseModel):
         """When it was measured, ISO 8601 in UTC (``2026-03-01T12:00:00Z``)."""
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.created))
 
-    def agreement_info(self) -> JudgeAgreement:
-        """Its figures as the results carry them beside a judged metric."""
+    def agreement_info(self, *, bundled: bool = False) -> JudgeAgreement:
+        """Its figures as the results carry them beside a judged metric (``bundled``: a card
+        shipped with assay)."""
         return JudgeAgreement(
             labels=self.labels,
             judged=self.judged,
@@ -220,6 +237,8 @@ class JudgeCard(BaseModel):
             prompt_version=self.prompt_version,
             card_date=self.date,
             labels_file=self.labels_file,
+            labels_sha256=self.labels_sha256,
+            bundled=bundled,
         )
 
 
@@ -250,6 +269,73 @@ def find_card(
     """The newest card of this judge model, criterion and prompt version; None when none."""
     text = store.judge_card((judge_model, criterion, version))
     return None if text is None else _card(text, store.path)
+
+
+def choose_card(history: Sequence[JudgeCard], bundled: JudgeCard | None) -> JudgeCard | None:
+    """The card to show of those of one judge model, criterion and prompt version: ``history``
+    (newest first) and the ``bundled`` one, if any. A history card is considered only when it
+    is from at least as many labels as the bundled one; of those, the newest from
+    :data:`~assay.results.model.FEW_AGREEMENT_LABELS` labels or more, else the one from the
+    most labels (the newest of equals): a card from too few labels never displaces a larger
+    one. With none, the bundled card."""
+    floor = bundled.labels if bundled is not None else 0
+    eligible = [card for card in history if card.labels >= floor]
+    if not eligible:
+        return bundled
+    enough = next((card for card in eligible if card.labels >= FEW_AGREEMENT_LABELS), None)
+    return enough or max(eligible, key=lambda card: card.labels)
+
+
+# -- the cards shipped with assay ------------------------------------------------------------
+
+CARDS_FORMAT: Literal["assay-judge-cards/1"] = "assay-judge-cards/1"
+
+
+class CardsFile(BaseModel):
+    """A file of judge cards shipped with assay: the embedded judge's agreement with people,
+    one card per criterion (``benchmarks/judge_agreement/export_cards.py`` writes it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    format: Literal["assay-judge-cards/1"] = CARDS_FORMAT
+    note: str | None = None
+    """What the cards are and how they were made, for a person reading the file."""
+    cards: list[JudgeCard]
+
+
+class CardsError(HistoryError):
+    """A judge cards file that cannot be read; shown as an unreadable history is (a warning,
+    and no agreement beside the verdicts)."""
+
+
+def bundled_cards_path(folder: Path | None = None) -> Path:
+    """Where the embedded judge's bundled cards are: beside its bundled profile."""
+    from assay.llm.models import DEFAULT_MODEL
+    from assay.llm.profile import BUNDLED
+
+    return (BUNDLED if folder is None else folder) / f"{DEFAULT_MODEL.name}.cards.json"
+
+
+def load_cards_file(path: Path) -> list[JudgeCard]:
+    """The cards of a judge cards file; a malformed one is a :class:`CardsError` naming the
+    file and the first problem's JSON path."""
+    try:
+        return list(CardsFile.model_validate_json(path.read_bytes()).cards)
+    except OSError as exc:
+        raise CardsError(f"{path}: cannot read the judge cards: {exc.strerror or exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = format_path(first["loc"]) or "(the top level)"
+        raise CardsError(
+            f"{path}: not a judge cards file ({exc.error_count()} problem(s); at {where}: "
+            f"{first['msg']})"
+        ) from None
+
+
+def bundled_cards(folder: Path | None = None) -> list[JudgeCard]:
+    """The embedded judge's bundled cards; none when the file is not there."""
+    path = bundled_cards_path(folder)
+    return load_cards_file(path) if path.is_file() else []
 
 
 # -- cards from `assay judge agree` ----------------------------------------------------------
@@ -351,12 +437,16 @@ def attach_agreement(
     configs: Sequence[EvalConfig],
     history: Path,
     profile_for: ProfileFor | None = None,
+    bundled: Sequence[JudgeCard] | None = None,
 ) -> None:
     """Give every judged metric of ``results`` (each scored with the config beside it) its
-    prompt version (with the profile entry ``profile_for`` gives, if any) and, where the history
-    at ``history`` has a card of the same judge model, criterion and prompt version, the newest
-    one's figures. A history that is not there is not made; one that cannot be read raises
-    :class:`~assay.history.records.HistoryError` once the prompt versions are set."""
+    prompt version (with the profile entry ``profile_for`` gives, if any) and the figures of the
+    card :func:`choose_card` picks among the history's at ``history`` and the ``bundled`` ones
+    (default: :func:`bundled_cards`) of the same judge model, criterion and prompt version.
+    Where none matches but a bundled card of that judge and criterion exists for another prompt
+    version, that version is noted (``other_prompt_version``). A history that is not there is
+    not made; one that cannot be read raises :class:`~assay.history.records.HistoryError` once
+    the bundled cards are attached."""
     wanted = []
     for result, config in zip(results, configs, strict=False):
         if result.assay is None:
@@ -369,10 +459,24 @@ def attach_agreement(
             profile = profile_for(metric, model) if profile_for is not None else None
             info.prompt_version = prompt_version(metric, criterion, profile)
             wanted.append((info, (model, metric, info.prompt_version)))
-    if not wanted or not history.is_file():
+    if not wanted:
         return
-    with HistoryStore(history) as store:
-        for info, (model, metric, version) in wanted:
-            card = find_card(store, model, metric, version)
-            if card is not None:
-                info.agreement = card.agreement_info()
+    shipped = bundled_cards() if bundled is None else list(bundled)
+    failed: HistoryError | None = None
+    kept: list[JudgeCard] = []
+    if history.is_file():
+        try:
+            with HistoryStore(history) as store:
+                kept = list_cards(store)
+        except HistoryError as exc:
+            failed = exc
+    for info, key in wanted:
+        mine = next((card for card in shipped if card.key == key), None)
+        card = choose_card([card for card in kept if card.key == key], mine)
+        if card is not None:
+            info.agreement = card.agreement_info(bundled=card is mine)
+            continue
+        other = next((c for c in shipped if c.key[:2] == key[:2]), None)
+        info.other_prompt_version = other.prompt_version if other is not None else None
+    if failed is not None:
+        raise failed

@@ -127,6 +127,11 @@ SIMULATOR = "user_simulator"
 (in :attr:`SetNotes.judges` and :attr:`SetNotes.usage`)."""
 
 
+FEW_AGREEMENT_LABELS = 20
+"""A judge card from fewer labels is shown with its interval and "too few labels", never as a
+bare percentage, and never displaces a card from more labels."""
+
+
 class JudgeAgreement(AssayModel):
     """How far a judge agrees with people on a criterion, as the newest judge card of that judge
     model, criterion and prompt version measured it (``assay judge agree``)."""
@@ -146,6 +151,15 @@ class JudgeAgreement(AssayModel):
     card_date: str
     """When the card was measured, ISO 8601 in UTC (``2026-03-01T12:00:00Z``)."""
     labels_file: str | None = None
+    labels_sha256: str | None = None
+    bundled: bool = False
+    """The card shipped with assay (the embedded judge measured on the test half of
+    ``benchmarks/judge_agreement``), not one from the run history."""
+
+    @property
+    def few(self) -> bool:
+        """Measured on fewer than :data:`FEW_AGREEMENT_LABELS` labels: too few to tell."""
+        return self.labels < FEW_AGREEMENT_LABELS
 
 
 class JudgeInfo(AssayModel):
@@ -174,9 +188,15 @@ class JudgeInfo(AssayModel):
     description: str | None = None
     prompt_version: str | None = None
     agreement: JudgeAgreement | None = None
+    other_prompt_version: str | None = None
+    """Where ``agreement`` is None because the judge's agreement was measured for another
+    prompt version of this criterion (the embedded judge's bundled card, measured for the
+    default prompt, not this configuration): that prompt version."""
     profile: str | None = None
-    """How a judge profile decided this metric's verdicts, in words (``aligned by judge profile
-    (the embedded judge's bundled alignment): P(valid) >= 0.84``); None without one."""
+    """How a judge profile decided this metric's verdicts, in words (``verdicts re-decided by the
+    embedded judge's calibration (fitted to people's labels): "valid" needs the judge's P(valid)
+    >= 0.84; ...``); None without one. Each sample keeps the judge's own answer beside the
+    decision (:class:`~assay.metrics.notes.Alignment`)."""
 
     def describe(self) -> str | None:
         """The judge in words (``description``, or, for results written without one, made from
