@@ -242,7 +242,7 @@ def test_markdown_and_html_outputs(run_cli: RunCli, runs: dict[str, Path], tmp_p
     result = run_cli("compare", base, candidate, "--markdown", md, "--html", html)
     assert result.code == 0, result.output
     markdown = md.read_text(encoding="utf-8")
-    assert "| tool\\_trajectory\\_avg\\_score | 3 | 1.0000 → 0.8333 |" in markdown
+    assert "| tool\\_trajectory\\_avg\\_score | 3 | 1.00 → 0.83 |" in markdown
     assert "&lt;script&gt;alert\\(1\\)&lt;/script&gt;\\|x" in markdown
     page = html.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and "<script" not in page

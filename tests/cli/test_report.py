@@ -47,7 +47,7 @@ def test_report_of_a_real_eval_run(run_cli: RunCli, example: Example, tmp_path: 
     run = run_cli("report", out, "--html", html)
     assert run.code == EXIT_OK, run.output
     page = html.read_text(encoding="utf-8")
-    assert "travel" in page and "<svg" in page and '"samples":[[' in page
+    assert "travel" in page and 'class="grid"' in page and '"samples":[[' in page
 
 
 def test_missing_source_is_an_input_error(run_cli: RunCli, tmp_path: Path) -> None:

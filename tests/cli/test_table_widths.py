@@ -3,10 +3,15 @@ inside a word, each case's status beside its id, and a why for every row that di
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+from typing import Any
+
 import pytest
 from _judge_server import JudgeServer
 from _judges import reject
 from _support import Example, RunCli
+from rich.cells import cell_len
 
 from assay.report.console import wrap_name
 
@@ -105,3 +110,77 @@ def test_a_long_name_is_wrapped_only_after_an_underscore() -> None:
 
 def test_a_part_longer_than_the_width_is_cut_where_it_must_be() -> None:
     assert wrap_name("abcdefghij", 4) == ["abcd", "efgh", "ij"]
+
+
+# --- every command's tables, at 80, 120 and 200 columns -----------------------------------------
+
+WIDTHS = (80, 120, 200)
+CASES = ("forecast_paris", "book_flight_lisbon", "convert_currency", "greeting")
+
+
+@pytest.fixture
+def every_table(
+    run_cli: RunCli, example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> dict[tuple[str, int], str]:
+    """``runs``, ``compare``, ``show --print-detailed-results`` and ``judge agree`` over two
+    recorded runs of the example (its traces, then the regressed ones), at each width."""
+    history = tmp_path / "history.sqlite"
+    monkeypatch.setenv("ASSAY_HISTORY", str(history))
+    ids = []
+    for traces in (example.traces, example.regressed):
+        run = run_cli("eval", example.evalset, "--traces", traces, "--no-progress")
+        ids.append(re.findall(r"recorded as run (\S+)", run.out)[0])
+    outputs = {"ids": " ".join(ids)}
+    commands = {
+        "runs": ("runs",),
+        "compare": ("compare", *ids),
+        "show": ("show", ids[1], "--print-detailed-results"),
+        "agree": ("judge", "agree", example.dir / "labels.yaml"),
+    }
+    for width in WIDTHS:
+        monkeypatch.setenv("COLUMNS", str(width))
+        for name, args in commands.items():
+            run = run_cli(*args)
+            assert run.code in (0, 1), (name, run.output)
+            outputs[name, width] = run.out  # type: ignore[index]
+    return outputs  # type: ignore[return-value]
+
+
+def _cells(out: str) -> list[str]:
+    """Every table cell's text, line by line, stripped."""
+    return [cell.strip() for line in out.splitlines() for cell in re.split("[│┃]", line)[1:-1]]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("command", ["runs", "compare", "show", "agree"])
+def test_every_table_fits_the_width_without_cutting_an_id_or_breaking_a_name(
+    every_table: dict[Any, str], command: str, width: int
+) -> None:
+    out = every_table[command, width]
+    lines = out.splitlines()
+    assert all(cell_len(line) <= width for line in lines), (command, width)
+    assert not any(line.endswith(" ") for line in lines)  # piped: not padded to the width
+    cells = " ".join(_cells(out)).split()
+    words = set(cells)
+    if command == "runs":
+        for run_id in every_table["ids"].split():  # type: ignore[index]
+            assert run_id in words, (width, run_id)  # whole, on one line
+    if command in ("compare", "agree"):
+        names = CRITERIA if command == "compare" else CRITERIA[2:]
+        for name in names:
+            assert name in words, (command, width, name)
+    if command == "show":
+        assert all(f"{name}:" in words for name in CRITERIA), width  # the verdict lines
+        title = [line for line in lines if line.startswith("travel_assistant / ")]
+        assert {line.split(" / ")[1] for line in title} >= {"forecast_paris", "convert_currency"}
+
+
+def test_the_summary_line_names_the_cases_that_did_not_pass(
+    regressed_run: dict[int, str],
+) -> None:
+    text = " ".join(regressed_run[80].split())  # it may wrap at 80 columns, between words only
+    line = text[text.index("0 passed, ") :]
+    assert line.startswith(
+        "0 passed, 3 failed, 2 not evaluated; failed: forecast_paris, book_flight_lisbon, "
+        "convert_currency; not evaluated: greeting, book_cheapest_and_convert"
+    )

@@ -104,12 +104,12 @@ def test_the_table_shows_each_cases_metrics_with_score_threshold_and_status() ->
     output = render(results_table(set_result(PASSING, FAILING), width=240))
 
     assert has_row(output, "forecast", "", "", "PASSED", "")
-    assert has_row(output, "tool_trajectory_avg_score", "1.0000", "1.0000", "PASSED")
-    assert has_row(output, "response_match_score", "0.9392", "0.8000", "PASSED")
+    assert has_row(output, "tool_trajectory_avg_score", "1.00", "1.00", "PASSED")
+    assert has_row(output, "response_match_score", "0.94", "0.80", "PASSED")
     assert has_row(output, "booking", "", "", "FAILED", "")
-    assert has_row(output, "tool_trajectory_avg_score", "0.5000", "1.0000", "FAILED")
+    assert has_row(output, "tool_trajectory_avg_score", "0.50", "1.00", "FAILED")
     assert has_row(
-        output, "final_response_match_v2", "-", "0.7000", "NOT_EVALUATED", "not implemented yet"
+        output, "final_response_match_v2", "-", "0.70", "NOT_EVALUATED", "not implemented yet"
     )
     for header in ("Case / metric", "Score", "Threshold", "Status", "Why"):
         assert header in output
@@ -230,7 +230,7 @@ def test_ids_names_and_reasons_with_rich_markup_are_shown_literally() -> None:
 
     assert "set[/]  ([red]p.json)" in output
     assert "set[/] / case [bold]x[/]" in output
-    assert has_row(output, f"m {MARKUP}", "-", "0.5000", "NOT_EVALUATED")
+    assert has_row(output, f"m {MARKUP}", "-", "0.50", "NOT_EVALUATED")
     assert f"raised {MARKUP}" in output
     assert "m [bold]x[/]: NOT_EVALUATED -" in output  # the detail table's verdict line
 
@@ -253,7 +253,7 @@ def test_print_results_prints_each_set_then_the_summary_and_details_only_when_as
 
     plain, detailed = printed(False), printed(True)
 
-    assert plain.rstrip().endswith("1 passed, 1 failed, 0 not evaluated")
+    assert plain.rstrip().endswith("1 passed, 1 failed, 0 not evaluated; failed: booking")
     assert plain.index("travel  (") < plain.index("other  (")
     assert "travel / forecast" not in plain
     assert "travel / forecast" in detailed
@@ -261,8 +261,14 @@ def test_print_results_prints_each_set_then_the_summary_and_details_only_when_as
     assert "travel / booking" not in detailed  # no invocations, no detail table
 
 
-def test_scores_show_four_decimals_and_a_missing_score_a_dash() -> None:
-    assert [format_score(s) for s in (None, 1, 0.93921, 0.0)] == ["-", "1.0000", "0.9392", "0.0000"]
+def test_scores_show_two_decimals_and_a_missing_score_a_dash() -> None:
+    assert [format_score(s) for s in (None, 1, 0.93921, 0.0)] == ["-", "1.00", "0.94", "0.00"]
+
+
+def test_a_score_below_its_threshold_never_reads_as_reaching_it() -> None:
+    assert format_score(0.7996, 0.8) == "0.79"  # rounding would say 0.80
+    assert format_score(0.8, 0.8) == "0.80"
+    assert format_score(0.8696, 0.6) == "0.87"
 
 
 def test_status_and_summary_markup_render_as_plain_words() -> None:
@@ -309,9 +315,9 @@ def test_the_table_per_metric_counts_statuses_and_averages_scores_over_every_cas
 
     assert "travel  (sets/travel.evalset.json): 4 cases" in output
     # trajectory: 1.0, 1.0, 0.5 and the scenario's 1.0
-    assert has_row(output, "tool_trajectory_avg_score", "3", "1", "0", "0.8750")
+    assert has_row(output, "tool_trajectory_avg_score", "3", "1", "0", "0.88")
     # the scenario's row is not applicable: left out of the counts and the mean
-    assert has_row(output, "response_match_score", "2", "0", "0", "0.9392")
+    assert has_row(output, "response_match_score", "2", "0", "0", "0.94")
     assert has_row(output, "final_response_match_v2", "0", "0", "1", "-")
 
 
@@ -324,7 +330,7 @@ def test_print_results_shows_a_large_set_per_metric_then_its_cases_that_did_not_
     text = console.file.getvalue()  # type: ignore[attr-defined]
     assert text.index("62 cases") < text.index("fail_0")
     assert "pass_0" not in text
-    assert text.rstrip().endswith("60 passed, 2 failed, 0 not evaluated")
+    assert text.rstrip().endswith("60 passed, 2 failed, 0 not evaluated; failed: fail_0, fail_1")
 
 
 def test_a_large_set_whose_every_case_passed_lists_none_and_says_so() -> None:
@@ -349,8 +355,9 @@ def test_an_informational_metric_with_no_value_is_shown_with_why() -> None:
         ],
     )
     output = render(results_table(set_result(case), width=240))
-    assert has_row(output, "token_usage_v1", "-", "-", "INFORMATIONAL")
-    assert "│ the agent reports no token usage" in output
+    assert has_row(output, "per turn", "", "", "", "tokens -")
+    assert "INFORMATIONAL" not in output and "token_usage_v1" not in output
+    assert "tokens -: the agent reports no token usage" in flat(output)
 
 
 # --- the judge line ---------------------------------------------------------------------------
@@ -409,31 +416,39 @@ def test_the_judge_line_describes_the_judges_of_results_written_before_descripti
 # --- how far each judge agrees with people ----------------------------------------------------
 
 
-def _agreement(kappa: float | None, labels: int = 60) -> dict[str, Any]:
+def _agreement(
+    kappa: float | None, labels: int = 60, interval: tuple[float, float] | None = None
+) -> dict[str, Any]:
     return {
         "labels": labels,
         "judged": labels,
         "agreement": 0.82,
         "kappa": kappa,
+        "kappa_interval": interval,
         "prompt_version": "abcdef012345",
         "card_date": "2026-03-01T12:00:00Z",
+        "labels_file": "team/labels.yaml",
     }
 
 
-def test_each_judged_metric_says_how_far_its_judge_agrees_and_warns_where_it_is_a_smoke_test() -> (
-    None
-):
+def test_each_judged_metric_says_how_far_its_judge_agrees_in_the_same_words_as_every_view() -> None:
     from assay.report.console import agreement_lines
 
     judge = {"model": "openai:gpt-4o-mini", "source": "--judge-model"}
+    bundled = {**_agreement(0.06, 34, (0.0, 0.21)), "bundled": True}
+    bundled["labels_file"] = "benchmarks/judge_agreement/labelled/test.labels.yaml"
     lines = agreement_lines(
         _judged_set(
             {
                 "final_response_match_v2": {**judge, "agreement": _agreement(0.61, 120)},
-                "safety_v1": {**judge, "agreement": _agreement(0.05)},
+                "safety_v1": {**judge, "agreement": bundled},
                 "hallucinations_v1": {**judge, "agreement": _agreement(None, 8)},
-                "rubric_based_tool_use_quality_v1": {**judge, "agreement": _agreement(-0.2)},
+                "rubric_based_tool_use_quality_v1": {
+                    **judge,
+                    "agreement": _agreement(-0.2, 60, (-0.4, -0.05)),
+                },
                 "rubric_based_final_response_quality_v1": judge,  # never measured
+                "multi_turn_task_success_v1": {**judge, "other_prompt_version": "0123456789ab"},
                 "user_simulator": judge,  # the simulated user is no judge
                 "per_turn_user_simulator_quality_v1": {"unavailable": "no judge model"},
             }
@@ -441,19 +456,20 @@ def test_each_judged_metric_says_how_far_its_judge_agrees_and_warns_where_it_is_
     )
 
     assert [render(line).strip() for line in lines] == [
-        "final_response_match_v2: judge agrees with people on 82% (kappa 0.61, 120 labels)",
-        "safety_v1: judge agrees with people on 82% (kappa 0.05, 60 labels)",
-        "hallucinations_v1: judge agrees with people on 82% (kappa undefined, 8 labels)",
-        "rubric_based_tool_use_quality_v1: judge agrees with people on 82% (kappa -0.20, 60 "
-        "labels)",
+        "final_response_match_v2: judge agrees with people on 82% (kappa 0.61; 120 labels, "
+        "team/labels.yaml): good agreement",
+        "safety_v1: judge agrees with people on 82% (kappa 0.06 [+0.00, +0.21]; 34 labels, "
+        "benchmarks/judge_agreement test half): at chance on this criterion: a smoke test, not "
+        "a decision",
+        "hallucinations_v1: judge agreed with people on 7 of 8 labels (kappa undefined; "
+        "team/labels.yaml): too few labels to tell (20 needed)",
+        "rubric_based_tool_use_quality_v1: judge agrees with people on 82% (kappa -0.20 [-0.40, "
+        "-0.05]; 60 labels, team/labels.yaml): worse than chance on this criterion: a smoke "
+        "test, not a decision",
+        "judge agreement measured for the default prompt, not this configuration: "
+        "multi_turn_task_success_v1 (assay judge agree LABELS measures it)",
         "judge agreement not measured: rubric_based_final_response_quality_v1 (assay judge "
         "agree LABELS measures it)",
-        "warning: the judge of safety_v1 agrees with people at chance (kappa 0.05 on 60 labels): "
-        "its verdicts are a smoke test",
-        "warning: the judge of hallucinations_v1 has no kappa (undefined on 8 labels: one label "
-        "throughout): its verdicts are a smoke test",
-        "warning: the judge of rubric_based_tool_use_quality_v1 agrees with people less than "
-        "chance would (kappa -0.20 on 60 labels): its verdicts are a smoke test",
     ]
 
 
@@ -462,3 +478,26 @@ def test_a_set_whose_metrics_had_no_judge_has_no_agreement_lines() -> None:
 
     assert agreement_lines(set_result(PASSING)) == []
     assert agreement_lines(_judged_set({"safety_v1": {"unavailable": "no judge model"}})) == []
+
+
+def test_a_scenario_no_criterion_applies_to_says_why_on_its_row() -> None:
+    reason = "not applicable: needs expected invocations; this case is a scenario"
+    names = ["tool_trajectory_avg_score", "response_match_score"]
+    case = EvalCaseResult(
+        eval_id="scenario",
+        final_eval_status=EvalStatus.NOT_EVALUATED,
+        overall_eval_metric_results=[
+            metric(name, None, 0.5, EvalStatus.NOT_EVALUATED) for name in names
+        ],
+        assay=CaseNotes(not_applicable=names, metric_reasons=dict.fromkeys(names, reason)),
+    )
+    output = render(results_table(set_result(case), width=240))
+    assert has_row(
+        output,
+        "scenario",
+        "",
+        "",
+        "NOT_EVALUATED",
+        "no configured criterion applies to this case (tool_trajectory_avg_score, "
+        "response_match_score: needs expected invocations; this case is a scenario)",
+    )

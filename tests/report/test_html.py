@@ -14,7 +14,7 @@ from typing import Any
 from assay.report.case_json import json_for_script
 from assay.report.html import histogram, render_html, trajectory, write_html
 from assay.results.model import EvalSetResult
-from report._html_cases import HOSTILE, IMG, SCRIPT, case, results
+from report._html_cases import ALIGNED_RULE, HOSTILE, IMG, SCRIPT, aligned_case, case, results
 
 PASSED, FAILED, NOT_EVALUATED = 1, 2, 3
 DATA = re.compile(r'<script type="application/json" id="case-data">(.*?)</script>', re.S)
@@ -108,7 +108,8 @@ def test_summary_shows_pass_rate_counts_and_mean_score() -> None:
         [results(case("a", PASSED, score=1.0), case("b", FAILED, score=0.0))],
     )
     assert "50.0%" in page
-    assert re.search(r"tool_trajectory_avg_score</td><td class=\"num\">0\.5000</td>", page)
+    name = "tool_<wbr>trajectory_<wbr>avg_<wbr>score"
+    assert re.search(rf"{name}</td><td class=\"num\">0\.50</td>", page)
 
 
 def test_overall_summary_appears_for_several_eval_sets() -> None:
@@ -119,11 +120,17 @@ def test_overall_summary_appears_for_several_eval_sets() -> None:
     assert page.count('class="summary set"') == 2
 
 
-def test_score_distribution_is_an_inline_svg_histogram() -> None:
-    page = render_html([results(case("a", PASSED, score=1.0), case("b", FAILED, score=0.0))])
+def test_score_distribution_is_an_inline_svg_histogram_once_there_are_enough_scores() -> None:
+    many = [case(f"c{i}", PASSED if i % 2 else FAILED, score=i % 2) for i in range(20)]
+    page = render_html([results(*many)])
     svg = re.search(r'<svg class="hist".*?</svg>', page, re.S)
     assert svg is not None
     assert svg.group(0).count("<rect") == 10
+
+
+def test_a_handful_of_scores_gets_no_histogram_and_no_distribution_column() -> None:
+    page = render_html([results(case("a", PASSED, score=1.0), case("b", FAILED, score=0.0))])
+    assert '<svg class="hist"' not in page and "Distribution" not in page
 
 
 def test_histogram_bins_scores_over_zero_to_one() -> None:
@@ -208,12 +215,28 @@ def test_each_judged_metric_shows_its_agreement_with_people_and_any_smoke_test_w
     }
     page = " ".join(render_html([result]).split())
 
-    assert "judge agrees with people on 50% (kappa 0.05, 60 labels)" in page
-    assert "kappa 95% interval [-0.10, +0.20]; prompt abcdef012345, measured 2026-03-01" in page
+    assert "judge agrees with people on 50% (kappa 0.05 [-0.10, +0.20]; 60 labels, labels/" in page
+    assert "at chance on this criterion: a smoke test, not a decision" in page
+    assert "prompt abcdef012345, measured 2026-03-01T12:00:00Z on labels/" in page
     assert (
-        "warning: the judge of safety_v1 agrees with people at chance (kappa 0.05 on 60 "
-        "labels): its verdicts are a smoke test" in page
+        "warning: the judge of safety_v1 is at chance on this criterion (kappa 0.05 on 60 "
+        "labels): a smoke test, not a decision" in page
     )
     assert "<b>hallucinations_v1</b>: openai:gpt-4o-mini (from --judge-model)<br>" in page
     assert "judge agreement not measured" in page
     assert SCRIPT not in page
+
+
+def test_a_sample_shows_the_judges_own_answer_and_probability_beside_the_aligned_decision() -> None:
+    page = render_html([results(aligned_case())])
+    (body,) = _bodies(page)
+
+    sample = body["judged"][0]["inv"][0]["samples"][0]
+
+    assert sample[2] == "answers: yes"  # the judge's own verdict
+    assert json.loads(sample[3])["verdicts"][0]["verdict"] == "yes"  # its own text
+    assert sample[6] == "P(yes) 0.94"
+    said = f'judge said "yes" (P(yes) 0.94); aligned to "no": {ALIGNED_RULE} (counted score 0'
+    assert sample[7].startswith(said)
+    plain = body["judged"][1]["inv"][0]["samples"]
+    assert all(s[7] == "" for s in plain)  # a verdict no profile touched says nothing more

@@ -12,7 +12,7 @@ from typing import Any
 import _browser
 
 from assay.report.html import write_html
-from report._html_cases import HOSTILE, case, results
+from report._html_cases import ALIGNED_RULE, HOSTILE, aligned_case, case, results
 
 browser = _browser.browser
 
@@ -53,8 +53,8 @@ def test_page_renders_summary_and_cases(browser: Any, tmp_path: Path) -> None:
     summary = browser.find_element(By.ID, "summary")
     assert "50.0%" in summary.text
     assert "tool_trajectory_avg_score" in summary.text
-    assert browser.find_elements(By.CSS_SELECTOR, "#summary svg.hist rect")
-    assert _shown_ids(browser) == ["book_lisbon", "book_porto"]
+    assert not browser.find_elements(By.CSS_SELECTOR, "#summary svg.hist")  # two scores
+    assert _shown_ids(browser) == ["book_porto", "book_lisbon"]  # the failed case first
 
 
 def test_text_and_status_filters_hide_other_cases(browser: Any, tmp_path: Path) -> None:
@@ -70,7 +70,7 @@ def test_text_and_status_filters_hide_other_cases(browser: Any, tmp_path: Path) 
     )
     box = browser.find_element(By.ID, "filter-text")
     box.send_keys("book")
-    assert _shown_ids(browser) == ["book_lisbon", "book_porto"]
+    assert _shown_ids(browser) == ["book_porto", "book_lisbon"]
     Select(browser.find_element(By.ID, "filter-status")).select_by_value("failed")
     assert _shown_ids(browser) == ["book_porto"]
     assert browser.find_element(By.ID, "shown-count").text == "1 of 3 cases"
@@ -177,3 +177,22 @@ def test_each_case_opens_its_own_body_also_from_the_address(browser: Any, tmp_pa
     first = browser.find_element(By.ID, "c0")
     assert first.get_attribute("open") is not None  # opened by the page's script on load
     assert "answer A" in first.find_element(By.CSS_SELECTOR, ".case-body").text
+
+
+def test_an_aligned_verdict_shows_the_judges_answer_and_the_decision_beside_it(
+    browser: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    _open(browser, tmp_path, aligned_case())
+    details = browser.find_element(By.CSS_SELECTOR, "details.case")
+    _expand(details)
+
+    row = details.find_element(By.CSS_SELECTOR, "table.samples tbody tr")
+    verdict, answer = row.find_elements(By.TAG_NAME, "td")[2:4]
+    assert verdict.text.split("\n") == ["answers: yes", "P(yes) 0.94"]
+    assert '"verdict": "yes"' in answer.find_element(By.TAG_NAME, "pre").text
+    aligned = answer.find_element(By.CSS_SELECTOR, ".aligned")
+    assert aligned.is_displayed()
+    assert aligned.text.startswith('judge said "yes" (P(yes) 0.94); aligned to "no": ')
+    assert ALIGNED_RULE in aligned.text

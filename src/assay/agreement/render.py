@@ -27,6 +27,8 @@ from assay.agreement.agree import AgreeReport, Compared
 from assay.agreement.cards import JudgeCard
 from assay.agreement.labels import ANSWER_LABELS, LABEL_SETS
 from assay.agreement.stats import NO_LABEL, Agreement
+from assay.report.fit import Column, fit, fitted_table
+from assay.report.judge_agreement import rate
 
 WORST = 10
 """Disagreements the console lists under the tables."""
@@ -89,21 +91,8 @@ def _said(unit: Compared) -> str:
 
 def print_agreement(console: Console, report: AgreeReport) -> None:
     """The figures per criterion, each criterion's confusion table, then the disagreements."""
-    table = Table(title="judge agreement with people", title_justify="left")
-    for column in ("Criterion", "Labels", "Judged", "Agree", "Kappa [95%]", "Positive"):
-        table.add_column(column, justify="left" if column == "Criterion" else "right")
     rows = [*report.by_criterion.items(), ("overall", report.overall)]
-    for name, found in rows:
-        few = " [yellow](few)[/]" if found.few else ""
-        table.add_row(
-            escape(name),
-            str(found.pairs),
-            str(found.judged),
-            f"{_figure(found.rate)}{few}",
-            _kappa(found),
-            _positive(found),
-        )
-    console.print(table)
+    console.print(figures_table(rows, console.width))
     console.print(
         "[dim]Agree: over every label (a unit the judge gave no label for disagrees). Positive: "
         "the share of the first label (valid, yes, supported, safe), people / judge. (few): "
@@ -112,6 +101,7 @@ def print_agreement(console: Console, report: AgreeReport) -> None:
     for name, judge in report.judges.items():
         console.print(f"judge of {escape(name)}: {escape(judge)}")
     for name, found in report.by_criterion.items():
+        console.print(f"{escape(name)}: people (rows) by judge (columns)")
         console.print(_confusion(name, found))
     wrong = worst_first(report.compared)
     if wrong:
@@ -124,6 +114,54 @@ def print_agreement(console: Console, report: AgreeReport) -> None:
         )
     usage = report.usage
     console.print(f"judge calls: {usage.calls}; tokens: {usage.total_tokens:,}")
+
+
+_FIGURE_COLUMNS = ("Criterion", "Labels", "Judged", "Agree", "Kappa [95%]", "Positive")
+
+
+def figures_table(rows: Sequence[tuple[str, Agreement]], width: int) -> Table:
+    """The figures per criterion for ``width`` columns, no criterion's name broken: a column
+    per figure where they fit, else the figures stacked beside the name."""
+    cells = [
+        [
+            name,
+            str(found.pairs),
+            str(found.judged),
+            f"{_figure(found.rate)}{' (few)' if found.few else ''}",
+            _kappa(found),
+            _positive(found),
+        ]
+        for name, found in rows
+    ]
+    columns = [
+        Column(
+            header,
+            [row[i] for row in cells],
+            wrap=i == 4,
+            justify="left" if i == 0 else "right",
+        )
+        for i, header in enumerate(_FIGURE_COLUMNS)
+    ]
+    widths = fit(columns, width)
+    if widths is None:  # stacked: agree, kappa and positive rate, one a line
+        stacked = [
+            [
+                row[0],
+                f"agree {row[3]}: {row[2]} of {row[1]} labels judged\n"
+                f"kappa {row[4]}\npositive {row[5]}",
+            ]
+            for row in cells
+        ]
+        columns = [
+            Column("Criterion", [row[0] for row in stacked], wrap=False),
+            Column("Figures", [row[1] for row in stacked]),
+        ]
+        cells = stacked
+        widths = fit(columns, width) or [column.widest() for column in columns]
+    table = fitted_table(columns, widths, title="judge agreement with people")
+    for row in cells:
+        table.add_row(*(escape(cell).replace("(few)", "[yellow](few)[/]") for cell in row))
+    return table
 
 
 def _rows(name: str, found: Agreement) -> list[str]:
@@ -144,8 +182,8 @@ def _columns(name: str, found: Agreement) -> list[str]:
 
 def _confusion(name: str, found: Agreement) -> Table:
     columns = _columns(name, found)
-    table = Table(title=f"{escape(name)}: people (rows) by judge (columns)", title_justify="left")
-    table.add_column("")
+    table = Table()  # titled by the line above it, which wraps at the console's width
+    table.add_column("", no_wrap=True)
     for column in columns:
         table.add_column(escape(column), justify="right")
     for person in _rows(name, found):
@@ -169,14 +207,13 @@ def cards_table(cards: Sequence[JudgeCard]) -> Table:
         )
     for card in cards:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(card.created))
-        rate = "-" if card.agreement is None else f"{card.agreement:.0%}"
         table.add_row(
             when,
             escape(card.judge_model),
             escape(card.criterion),
             card.prompt_version,
             str(card.labels),
-            rate,
+            rate(card.agreement_info()),  # from too few labels, a count: never a bare percentage
             _figure(card.kappa),
         )
     return table

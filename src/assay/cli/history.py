@@ -22,6 +22,7 @@ from assay.history.sources import results_for
 from assay.history.store import HistoryStore
 from assay.metrics.base import EvalStatus
 from assay.report.console import MAX_CASES, MAX_CASES_HELP, print_results
+from assay.report.fit import Column, fit, fitted_table
 from assay.results.model import EvalSetResult, RunSummary
 
 _HISTORY_FILE_HELP = "The run history (default: $ASSAY_HISTORY, else .assay/history.sqlite)."
@@ -40,24 +41,59 @@ def _when(stamp: float | None) -> str:
     return "" if stamp is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
 
 
-def _runs_table(runs: Sequence[RunInfo]) -> Table:
-    table = Table(title="runs", title_justify="left")
-    for name in ("run", "started", "status", "eval sets", "cases", "pass rate", "judge", "tokens"):
-        justify = "right" if name in {"cases", "pass rate", "tokens"} else "left"
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for run in runs:
-        rate = "" if run.pass_rate is None else f"{run.pass_rate:.0%}"
-        sets = ", ".join(Path(s).name for s in run.eval_sets)
-        table.add_row(
-            escape(run.id),
-            _when(run.started),
-            run.status if run.source == "assay" else f"{run.status} ({run.source})",
-            escape(sets),
-            str(run.cases),
-            rate,
-            escape("\n".join(run.judges)),  # each in words, commas and all: one a line
-            f"{run.tokens:,}" if run.tokens else "",
-        )
+_RUN_COLUMNS = ("run", "started", "status", "eval sets", "cases", "pass rate", "judge", "tokens")
+_RIGHT = {"cases", "pass rate", "tokens"}
+_LAYOUTS = (
+    _RUN_COLUMNS,
+    ("run", "status", "eval sets", "cases", "pass rate", "judge", "tokens"),  # the id says when
+    ("run", "status", "eval sets / judge", "cases", "pass rate", "tokens"),
+    ("run", "status", "eval sets / judge", "cases", "pass rate"),
+    ("run", "status", "cases", "pass rate"),
+    ("run", "pass rate"),
+)
+"""The runs table's columns, widest first: the first that fits the width is used."""
+
+
+def _run_cells(run: RunInfo) -> dict[str, str]:
+    """A run's cells as plain text, by column."""
+    sets = ", ".join(Path(s).name for s in run.eval_sets)
+    judges = "\n".join(run.judges)  # each in words, commas and all: one a line
+    return {
+        "run": run.id,
+        "started": _when(run.started),
+        "status": run.status if run.source == "assay" else f"{run.status} ({run.source})",
+        "eval sets": sets,
+        "cases": f"{run.cases:,}",
+        "pass rate": "" if run.pass_rate is None else f"{run.pass_rate:.0%}",
+        "judge": judges,
+        "eval sets / judge": "\n".join(part for part in (sets, judges) if part),
+        "tokens": f"{run.tokens:,}" if run.tokens else "",
+    }
+
+
+def _runs_table(runs: Sequence[RunInfo], width: int = 200) -> Table:
+    """The runs, one a row, with the most columns that fit ``width`` without cutting a run id
+    or breaking a word: past that, the start time (the id holds it) goes, then the judge moves
+    under the eval sets, then the tokens go, and so on."""
+    cells = [_run_cells(run) for run in runs]
+    for names in _LAYOUTS:
+        columns = [
+            Column(
+                name,
+                [row[name] for row in cells],
+                wrap=name != "run",
+                justify="right" if name in _RIGHT else "left",
+            )
+            for name in names
+        ]
+        widths = fit(columns, width)
+        if widths is not None:
+            break
+    else:  # nothing fits: the narrowest, as rich lays it out
+        widths = [column.widest() for column in columns]
+    table = fitted_table(columns, widths, title="runs")
+    for row in cells:
+        table.add_row(*(escape(row[name]) for name in names))
     return table
 
 
@@ -76,7 +112,7 @@ def runs_command(limit: int, history_file: str | None) -> None:
     if not runs:
         console.print(f"no runs recorded in {escape(str(path))}")
         return
-    console.print(_runs_table(runs))
+    console.print(_runs_table(runs, console.width))
 
 
 @click.command("show")

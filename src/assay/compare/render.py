@@ -12,7 +12,9 @@ from rich.table import Table
 
 from assay.compare.diff import CaseKey, CaseRegression, Comparison, MetricChange
 from assay.metrics.base import EvalStatus
-from assay.report.markdown import escape_markdown, format_value
+from assay.report.fit import Column, fit, fitted_table
+from assay.report.markdown import escape_markdown
+from assay.report.numbers import score_text, signed_score, signed_value, value_text
 
 LISTED = 20
 """Cases listed per list before ``…and N more``."""
@@ -58,23 +60,27 @@ def verdict(row: MetricChange, alpha: float) -> str:
     return f"too few cases to test: {counts}, at least {row.min_pairs} needed at alpha {alpha:g}"
 
 
-def _signed(value: float, informational: bool = False) -> str:
-    return f"{value:+.6g}" if informational else f"{value:+.4f}"
+def _number(row: MetricChange, value: float) -> str:
+    """A mean as every report writes it: a score to two decimals, an informational metric's
+    value with its unit (:mod:`assay.report.numbers`)."""
+    return value_text(row.name, value) if row.informational else score_text(value)
+
+
+def _signed(row: MetricChange, value: float) -> str:
+    return signed_value(row.name, value) if row.informational else signed_score(value)
 
 
 def _means(row: MetricChange) -> str:
     if row.base_mean is None or row.candidate_mean is None:
         return "–"
-    info = row.informational
-    return f"{format_value(row.base_mean, info)} → {format_value(row.candidate_mean, info)}"
+    return f"{_number(row, row.base_mean)} → {_number(row, row.candidate_mean)}"
 
 
 def _change(row: MetricChange) -> str:
     ci, change = row.interval, row.mean_change
     if ci is None or change is None:
         return "–"
-    info = row.informational
-    return f"{_signed(change, info)} [{_signed(ci.low, info)}, {_signed(ci.high, info)}]"
+    return f"{_signed(row, change)} [{_signed(row, ci.low)}, {_signed(row, ci.high)}]"
 
 
 def _rates(row: MetricChange) -> str:
@@ -195,24 +201,99 @@ _STYLE = {"regressed": "bold red", "improved": "green", "informational": "dim"}
 _STYLE |= {"too few cases": "yellow", "not compared": "dim"}
 
 
+_CONSOLE_COLUMNS = (
+    "Metric",
+    "n",
+    "Mean\nbase → candidate",
+    "Δ mean [CI]",
+    "Passed\nbase → candidate",
+    "Flips\n→fail / →pass",
+    "p\n(McNemar)",
+    "Verdict",
+)
+"""The console's headings for :data:`COLUMNS`, each line kept whole."""
+
+
+def _console_cells(row: MetricChange, alpha: float) -> list[str]:
+    """A row's console cells: :func:`row_cells`, the verdict without its counts (the legend
+    says how many cases a test needs)."""
+    cells = row_cells(row, alpha)
+    cells[-1] = cells[-1].split(":")[0]
+    return cells
+
+
+def _figures(row: MetricChange, cells: Sequence[str]) -> str:
+    """A row's figures stacked in one cell, one a line, for a narrow terminal."""
+    _, n, means, change, rates, _, p, _ = cells
+    lines = [f"mean {means}", f"Δ {change}"] if means != "–" else []
+    if rates != "–":
+        lines += [f"passed {rates}", f"→fail {len(row.to_fail)}, →pass {len(row.to_pass)}, p {p}"]
+    return "\n".join([*lines, f"n {n}"])
+
+
+def _first_fitting(
+    layouts: Sequence[tuple[list[Column], list[list[str]]]], width: int
+) -> tuple[list[Column], list[list[str]], list[int]]:
+    """The first layout that fits ``width``, with its widths; else the last, as wide as it is."""
+    for columns, cells in layouts:
+        widths = fit(columns, width)
+        if widths is not None:
+            return columns, cells, widths
+    columns, cells = layouts[-1]
+    return columns, cells, [column.widest() for column in columns]
+
+
+def comparison_table(comparison: Comparison, width: int) -> Table:
+    """The comparison's table for ``width`` columns, no metric's name broken and no figure
+    split: a column per figure where they fit, else a metric's verdict and its figures stacked
+    beside its name."""
+    title = f"{escape(comparison.base)} → {escape(comparison.candidate)}"
+    rows = [_console_cells(row, comparison.alpha) for row in comparison.rows]
+    wide = [
+        Column(
+            header,
+            [cells[i] for cells in rows],
+            wrap=header == "Verdict",
+            justify="left" if header in {"Metric", "Verdict"} else "right",
+        )
+        for i, header in enumerate(_CONSOLE_COLUMNS)
+    ]
+    names = Column("Metric", [cells[0] for cells in rows], wrap=False)
+    verdicts = [cells[-1] for cells in rows]
+    figures = [_figures(row, cells) for row, cells in zip(comparison.rows, rows, strict=True)]
+    both = [f"{v}\n{f}" for v, f in zip(verdicts, figures, strict=True)]
+    layouts: list[tuple[list[Column], list[list[str]]]] = [
+        (wide, rows),
+        (
+            [names, Column("Verdict", verdicts), Column("Figures", figures, wrap=False)],
+            [[c[0], v, f] for c, v, f in zip(rows, verdicts, figures, strict=True)],
+        ),
+        (
+            [names, Column("Verdict and figures", both)],
+            [[c[0], b] for c, b in zip(rows, both, strict=True)],
+        ),
+    ]
+    columns, shown, widths = _first_fitting(layouts, width)
+    table = fitted_table(columns, widths, title=title)
+    last = comparison.metrics[-1] if comparison.metrics else None
+    verdict_at = len(columns) - 1 if columns is wide else 1
+    for row, cells in zip(comparison.rows, shown, strict=True):
+        marked = [escape(cell) for cell in cells]
+        style = _STYLE.get(verdict_kind(row))
+        if style:
+            first, _, rest = marked[verdict_at].partition("\n")
+            marked[verdict_at] = f"[{style}]{first}[/]" + (f"\n[dim]{rest}[/]" if rest else "")
+        elif "\n" in marked[verdict_at]:
+            first, _, rest = marked[verdict_at].partition("\n")
+            marked[verdict_at] = f"{first}\n[dim]{rest}[/]"
+        table.add_row(*marked, end_section=row is last or columns is not wide)
+    return table
+
+
 def print_comparison(console: Console, comparison: Comparison) -> None:
     """The comparison table, how its n relate to the matched cases, what the statistics mean,
     then the regressed, flipped and unmatched cases."""
-    table = Table(
-        title=f"{escape(comparison.base)} → {escape(comparison.candidate)}", title_justify="left"
-    )
-    for column in COLUMNS:
-        left = column in {"Metric", "Verdict"}
-        table.add_column(column, overflow="fold", justify="left" if left else "right")
-    for row in comparison.rows:
-        cells = [escape(cell) for cell in row_cells(row, comparison.alpha)]
-        style = _STYLE.get(verdict_kind(row))
-        if style:
-            cells[-1] = f"[{style}]{cells[-1]}[/]"
-        table.add_row(
-            *cells, end_section=row is comparison.metrics[-1] if comparison.metrics else False
-        )
-    console.print(table)
+    console.print(comparison_table(comparison, console.width))
     first, *groups = coverage(comparison)
     console.print(escape(first))
     for line in groups:

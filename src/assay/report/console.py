@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -21,8 +21,14 @@ from assay.evalset.content import content_text
 from assay.evalset.invocation import Invocation
 from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
-from assay.report.judge_agreement import MEASURE_HINT, NOT_MEASURED, judged_metrics
-from assay.report.why import why
+from assay.report.judge_agreement import (
+    MEASURE_HINT,
+    NOT_MEASURED,
+    OTHER_PROMPT,
+    judged_metrics,
+)
+from assay.report.numbers import MISSING, label, measure_text, score_text, value_text
+from assay.report.why import case_reason, why
 from assay.results.collected import CaseResults, heads
 from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult, RunSummary
 
@@ -46,9 +52,10 @@ def status_text(status: EvalStatus) -> str:
     return f"[{_STYLE[status]}]{status.name}[/]"
 
 
-def format_score(score: float | None) -> str:
-    """Scores to four decimals; a missing score as a dash."""
-    return "-" if score is None else f"{score:.4f}"
+def format_score(score: float | None, threshold: float | None = None) -> str:
+    """A score as every report writes it (:func:`~assay.report.numbers.score_text`): two
+    decimals, a missing score as a dash."""
+    return score_text(score, threshold)
 
 
 def listed_cases(result: EvalSetResult, max_cases: int = 0) -> list[EvalCaseResult]:
@@ -64,6 +71,7 @@ class _MetricCounts:
     not_evaluated: int = 0
     score_sum: float = 0.0
     scored: int = 0
+    graded: bool = False  # some status other than INFORMATIONAL
 
 
 @dataclass
@@ -77,6 +85,12 @@ class SetView:
     listed: list[EvalCaseResult]
     not_passed: int
     metrics: dict[str, _MetricCounts] = field(default_factory=dict)
+    named: dict[EvalStatus, dict[str, None]] = field(default_factory=dict)
+    """The ids of the cases that did not pass, by status, each once (for the summary line)."""
+
+    def _not_passed(self, case: EvalCaseResult) -> None:
+        self.not_passed += 1
+        self.named.setdefault(case.final_eval_status, {})[case.eval_id] = None
 
     @classmethod
     def of(cls, result: EvalSetResult, max_cases: int = 0) -> SetView:
@@ -86,7 +100,8 @@ class SetView:
         view = cls(result, total, [], 0)
         if max_cases == 0 or total <= max_cases:  # every case listed: read whole
             for case in cases:
-                view.not_passed += case.final_eval_status is not EvalStatus.PASSED
+                if case.final_eval_status is not EvalStatus.PASSED:
+                    view._not_passed(case)
                 view.listed.append(case)
             return view
         # Spilled results are read as heads (no rows per invocation: all the counting needs),
@@ -95,7 +110,7 @@ class SetView:
         chosen: list[int] = []
         for index, case in enumerate(heads(cases)):
             if case.final_eval_status is not EvalStatus.PASSED:
-                view.not_passed += 1
+                view._not_passed(case)
                 if len(chosen) < max_cases:
                     chosen.append(index)
                     if not by_index:
@@ -104,6 +119,7 @@ class SetView:
                 found = view.metrics.setdefault(row.metric_name, _MetricCounts())
                 if row.metric_name in case.assay.not_applicable:
                     continue
+                found.graded |= row.eval_status is not EvalStatus.INFORMATIONAL
                 if row.eval_status is EvalStatus.PASSED:
                     found.passed += 1
                 elif row.eval_status is EvalStatus.FAILED:
@@ -125,13 +141,18 @@ def _title(result: EvalSetResult) -> str:
 
 def metrics_table(result: EvalSetResult | SetView) -> Table:
     """One row per metric over the set's cases: passed, failed, not evaluated (cases it does
-    not apply to left out) and the mean of its scores."""
+    not apply to left out) and the mean of its scores; an informational metric, which neither
+    passes nor fails, its mean value with its unit and no counts."""
     view = result if isinstance(result, SetView) else SetView.of(result, max_cases=-1)  # no list
     table = Table(title=f"{_title(view.result)}: {view.total:,} cases", title_justify="left")
     for column in ("Metric", "Passed", "Failed", "Not evaluated", "Mean score"):
         table.add_column(column, justify="left" if column == "Metric" else "right")
     for name, found in view.metrics.items():
         mean = found.score_sum / found.scored if found.scored else None
+        if not found.graded:
+            shown = value_text(name, mean)
+            table.add_row(f"[dim]{escape(name)}[/]", "", "", "", f"[dim]{escape(shown)}[/]")
+            continue
         table.add_row(
             escape(name),
             f"{found.passed:,}",
@@ -145,9 +166,10 @@ def metrics_table(result: EvalSetResult | SetView) -> Table:
 WIDE = 110
 """Columns from which a table has a Why column, spells statuses out (``NOT_EVALUATED``) and
 names the Threshold column. Narrower, a why goes on a line of its own under its row, statuses
-are ``N/E`` and ``INFO`` (with a legend) and the threshold column is ``Min``."""
-_SHORT = {EvalStatus.NOT_EVALUATED: "N/E", EvalStatus.INFORMATIONAL: "INFO"}
+are ``N/E`` (with a legend) and the threshold column is ``Min``."""
+_SHORT = {EvalStatus.NOT_EVALUATED: "N/E"}
 _INDENT = "  "
+_PER_TURN = "per turn"
 
 
 def _status_cell(status: EvalStatus, wide: bool) -> str:
@@ -157,22 +179,32 @@ def _status_cell(status: EvalStatus, wide: bool) -> str:
 
 
 def _score_cell(row: EvalMetricResult) -> str:
-    if row.eval_status is EvalStatus.INFORMATIONAL and row.score is not None:
-        return f"{row.score:.6g}"
-    return format_score(row.score)
+    return format_score(row.score, row.threshold)
 
 
 def wrap_name(name: str, width: int, indent: str = "") -> list[str]:
     """``name`` in lines of at most ``width`` characters, broken only after an underscore
     (a part longer than the width alone is cut where it must be); continuation lines get two
     more spaces than ``indent``."""
+    return wrap_parts(name.replace("_", "_\0").split("\0"), width, indent, indent + _INDENT)
+
+
+def wrap_parts(
+    parts: Sequence[str], width: int, first: str = "", rest: str = "", sep: str = ""
+) -> list[str]:
+    """``parts`` joined by ``sep`` in lines of at most ``width`` characters, after ``first`` on
+    the first line and ``rest`` on the others, broken only between parts (a part longer than
+    the width alone is cut where it must be)."""
     lines: list[str] = []
-    line = indent
-    for part in name.replace("_", "_\0").split("\0"):
-        if line.strip() and len(line) + len(part) > width:
-            lines.append(line)
-            line = indent + _INDENT
-        line += part
+    line, empty = first, True
+    for part in parts:
+        joined = part if empty else sep + part
+        if not empty and len(line) + len(joined.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = rest + part
+        else:
+            line += joined
+        empty = False
     lines.append(line)
     return [piece[i : i + width] for piece in lines for i in range(0, max(len(piece), 1), width)]
 
@@ -195,12 +227,142 @@ class _Layout:
         return "\n".join(escape(line) for line in textwrap.wrap(text, self.why) or [""])
 
 
+@dataclass
+class _Notes:
+    """What a table says once under it, however many cases it concerns: why metrics did not
+    apply (by reason) and why an informational value is missing (by metric)."""
+
+    not_applicable: dict[str, list[str]] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        out = []
+        for reason, names in self.not_applicable.items():
+            said = reason.removeprefix("not applicable: ")
+            out.append(f"n/a {', '.join(names)}: {said}" if said else f"n/a {', '.join(names)}")
+        for name, reason in self.missing.items():
+            out.append(f"{label(name)} {MISSING}: {reason}")
+        return out
+
+
+def _split(
+    case: EvalCaseResult, rows: Sequence[EvalMetricResult]
+) -> tuple[list[EvalMetricResult], list[EvalMetricResult], list[EvalMetricResult]]:
+    """A case's rows as those that pass or fail, those that do not apply, and the informational
+    ones (shown as values on one line)."""
+    graded, skipped, info = [], [], []
+    for row in rows:
+        if row.metric_name in case.assay.not_applicable:
+            skipped.append(row)
+        elif row.eval_status is EvalStatus.INFORMATIONAL:
+            info.append(row)
+        else:
+            graded.append(row)
+    return graded, skipped, info
+
+
+class _Rows:
+    """A results table's rows, case by case, laid out by ``layout``, gathering what is said once
+    under the table (:class:`_Notes`) and the statuses shown (for the legend)."""
+
+    def __init__(self, table: Table, layout: _Layout) -> None:
+        self.table, self.layout = table, layout
+        self.shared = _Notes()
+        self.used: set[EvalStatus] = set()
+
+    def add(
+        self, name: str, score: str, threshold: str, status: str, reason: str, last: bool
+    ) -> None:
+        if self.layout.wide:
+            self.table.add_row(name, score, threshold, status, escape(reason), end_section=last)
+            return
+        self.table.add_row(name, score, threshold, status, end_section=last and not reason)
+        if reason:
+            why_text = self.layout.why_lines(reason)
+            indented = "\n".join(_INDENT * 2 + line for line in why_text.split("\n"))
+            self.table.add_row(f"[dim]{indented}[/]", "", "", "", end_section=last)
+
+    def case(self, case: EvalCaseResult, title: str) -> None:
+        graded, skipped, info = _split(case, case.overall_eval_metric_results)
+        case_why = case_reason(case) or ("no metric was scored" if not graded else "")
+        if case.assay.reason and all(r.eval_status is EvalStatus.NOT_EVALUATED for r in graded):
+            graded, skipped = [], []  # nothing scored, for the case's one reason: one row says it
+        if case_why and not case.assay.reason and not graded:
+            skipped = []  # the case's reason says which do not apply, and why
+        self.used.add(case.final_eval_status)
+        lines = [*graded, *skipped[:1], *info[:1]]
+        heading = "\n".join(
+            f"[bold]{escape(line)}[/]" for line in wrap_name(title, self.layout.name)
+        )
+        status = _status_cell(case.final_eval_status, self.layout.wide)
+        self.add(heading, "", "", status, case_why, last=not lines)
+        said = {case_why} if case_why else set()
+        for i, row in enumerate(graded):
+            reason = why(case, row)
+            if reason and reason == case_why:
+                reason = ""  # the case's own reason, written on its row
+            elif reason in said:
+                reason = "as above"
+            elif reason:
+                said.add(reason)
+            self.graded(row, reason, last=i == len(lines) - 1)
+        if skipped:
+            self.not_applicable(case, skipped, last=not info)
+        if info:
+            self.informational(case, info)
+
+    def graded(self, row: EvalMetricResult, reason: str, *, last: bool) -> None:
+        wrapped = wrap_name(row.metric_name, self.layout.name, _INDENT)
+        self.used.add(row.eval_status)
+        self.add(
+            "\n".join(escape(line) for line in wrapped),
+            _score_cell(row),
+            format_score(row.threshold),
+            _status_cell(row.eval_status, self.layout.wide),
+            reason,
+            last=last,
+        )
+
+    def not_applicable(
+        self, case: EvalCaseResult, rows: Sequence[EvalMetricResult], *, last: bool
+    ) -> None:
+        """One row naming them; why, once under the table."""
+        for row in rows:
+            reason = case.assay.metric_reasons.get(row.metric_name, "")
+            names = self.shared.not_applicable.setdefault(reason, [])
+            if row.metric_name not in names:
+                names.append(row.metric_name)
+        parts = [row.metric_name for row in rows]
+        text = wrap_parts(parts, self.layout.name, f"{_INDENT}n/a: ", _INDENT * 3, ", ")
+        name = "\n".join(f"[dim]{escape(line)}[/]" for line in text)
+        self.add(name, "", "", "[dim]n/a[/]", "", last=last)
+
+    def informational(self, case: EvalCaseResult, rows: Sequence[EvalMetricResult]) -> None:
+        """One row of values with their units; why one is missing, once under the table."""
+        measures = []
+        for row in rows:
+            measures.append(measure_text(row.metric_name, row.score))
+            if row.score is None and (missing := why(case, row)):
+                self.shared.missing.setdefault(row.metric_name, missing)
+        if self.layout.wide:
+            values = f"[dim]{escape(' · '.join(measures))}[/]"
+            self.table.add_row(
+                f"[dim]{_INDENT}{_PER_TURN}[/]", "", "", "", values, end_section=True
+            )
+            return
+        first = f"{_INDENT}{_PER_TURN}: "
+        text = wrap_parts(measures, self.layout.name, first, _INDENT * 3, " · ")
+        self.add("\n".join(f"[dim]{escape(line)}[/]" for line in text), "", "", "", "", last=True)
+
+
 def results_table(result: EvalSetResult | SetView, max_cases: int = 0, width: int = 140) -> Table:
     """A row per case (its status, and why it was not evaluated) and under it a row per metric
-    (score, threshold, status, and why it failed or was not evaluated:
-    :func:`~assay.report.why.why`), laid out for ``width`` columns: names are never broken inside
-    a word, and a reason shared by a case's rows is written once. Past ``max_cases`` cases, only
-    those that did not pass (:func:`listed_cases`), with a caption that says so."""
+    that passes or fails (score, threshold, status, and why it failed or was not evaluated:
+    :func:`~assay.report.why.why`), one row naming the metrics that do not apply to it and one
+    with its informational values (``per turn: tool calls 1 · duration 12 ms``), laid out for
+    ``width`` columns: names are never broken inside a word, and a reason shared by a case's
+    rows is written once, one shared by cases once under the table. Past ``max_cases`` cases,
+    only those that did not pass (:func:`listed_cases`), with a caption that says so."""
     view = result if isinstance(result, SetView) else SetView.of(result, max_cases)
     result, cases, total = view.result, view.listed, view.total
     notes = []
@@ -211,11 +373,13 @@ def results_table(result: EvalSetResult | SetView, max_cases: int = 0, width: in
         )
     runs = any(case.assay.run > 1 for case in cases)
     labels = [case.eval_id + (f" (run {case.assay.run})" if runs else "") for case in cases]
-    shown = [list(case.overall_eval_metric_results) for case in cases]
+    shown = [_split(case, case.overall_eval_metric_results) for case in cases]
+    names = [_INDENT + r.metric_name for graded, _, _ in shown for r in graded]
+    names += [f"{_INDENT}n/a: {r.metric_name}" for _, skipped, _ in shown for r in skipped]
     layout = _Layout(
         width,
-        ["Case / metric", *labels, *(_INDENT + r.metric_name for rows in shown for r in rows)],
-        [_score_cell(row) for rows in shown for row in rows],
+        ["Case / metric", *labels, *names],
+        [_score_cell(row) for graded, _, _ in shown for row in graded],
     )
     table = Table(title=_title(result), title_justify="left", show_lines=False)
     table.add_column("Case / metric", no_wrap=True, width=layout.name)
@@ -224,55 +388,18 @@ def results_table(result: EvalSetResult | SetView, max_cases: int = 0, width: in
     table.add_column("Status", no_wrap=True)
     if layout.wide:
         table.add_column("Why", overflow="fold")
-
-    def add(name: str, score: str, threshold: str, status: str, reason: str, *, last: bool) -> None:
-        if layout.wide:
-            table.add_row(name, score, threshold, status, escape(reason), end_section=last)
-            return
-        table.add_row(name, score, threshold, status, end_section=last and not reason)
-        if reason:
-            why_text = layout.why_lines(reason)
-            indented = "\n".join(_INDENT * 2 + line for line in why_text.split("\n"))
-            table.add_row(f"[dim]{indented}[/]", "", "", "", end_section=last)
-
-    used: set[EvalStatus] = {case.final_eval_status for case in cases}
-    for case, label, rows in zip(cases, labels, shown, strict=True):
-        case_why = case.assay.reason or ("no metric was scored" if not rows else "")
-        if case.assay.reason and all(r.eval_status is EvalStatus.NOT_EVALUATED for r in rows):
-            rows = []  # nothing scored, for the case's one reason: one row says it
-        title = "\n".join(f"[bold]{escape(line)}[/]" for line in wrap_name(label, layout.name))
-        add(
-            title,
-            "",
-            "",
-            _status_cell(case.final_eval_status, layout.wide),
-            case_why,
-            last=not rows,
+    rows = _Rows(table, layout)
+    for case, title in zip(cases, labels, strict=True):
+        rows.case(case, title)
+    if not layout.wide and rows.used & set(_SHORT):
+        legend = (
+            f"{_SHORT[s]}: {s.name.lower().replace('_', ' ')}" for s in _SHORT if s in rows.used
         )
-        said = {case_why} if case_why else set()
-        for i, row in enumerate(rows):
-            name = "\n".join(
-                escape(line) for line in wrap_name(row.metric_name, layout.name, _INDENT)
-            )
-            reason = why(case, row)
-            if reason and reason == case_why:
-                reason = ""  # the case's own reason, written on its row
-            elif reason in said:
-                reason = "as above"
-            elif reason:
-                said.add(reason)
-            last = i == len(rows) - 1
-            if row.metric_name in case.assay.not_applicable:
-                add(f"[dim]{name}[/]", "-", "-", "[dim]n/a[/]", reason, last=last)
-                continue
-            used.add(row.eval_status)
-            status = _status_cell(row.eval_status, layout.wide)
-            add(name, _score_cell(row), format_score(row.threshold), status, reason, last=last)
-    if not layout.wide and used & set(_SHORT):
-        legend = (f"{_SHORT[s]}: {s.name.lower().replace('_', ' ')}" for s in _SHORT if s in used)
         notes.append(" · ".join(legend))
+    notes += rows.shared.lines()
     if notes:
-        table.caption = escape(" — ".join(notes))
+        table.caption = escape("\n".join(notes))
+        table.caption_justify = "left"
     return table
 
 
@@ -301,15 +428,20 @@ def judges_line(result: EvalSetResult) -> str | None:
 
 def agreement_lines(result: EvalSetResult) -> list[str]:
     """Under the judges: how far each judged metric's judge agrees with people, a line per
-    measured metric (``  safety_v1: judge agrees with people on 82% (kappa 0.61, 120 labels)``)
-    and one naming those not measured, then a warning for each judge whose verdicts are a smoke
-    test (:mod:`assay.report.judge_agreement`)."""
+    measured metric in :mod:`assay.report.judge_agreement`'s words (yellow where its verdicts
+    are a smoke test: the line says so), then one naming those measured for another prompt and
+    one naming those not measured."""
     judged = judged_metrics(result)
-    lines = [f"  {escape(j.metric)}: {escape(j.text)}" for j in judged if j.agreement is not None]
-    unmeasured = [escape(j.metric) for j in judged if j.agreement is None]
-    if unmeasured:
-        lines.append(f"  {NOT_MEASURED}: {', '.join(unmeasured)} [dim]({MEASURE_HINT})[/]")
-    lines += [f"[yellow]warning:[/] {escape(j.warning)}" for j in judged if j.warning]
+    lines = [
+        f"  {escape(j.metric)}: "
+        + (f"[yellow]{escape(j.text)}[/]" if j.warning else escape(j.text))
+        for j in judged
+        if j.measured
+    ]
+    for words in (OTHER_PROMPT, NOT_MEASURED):
+        names = [escape(j.metric) for j in judged if not j.measured and j.text == words]
+        if names:
+            lines.append(f"  {words}: {', '.join(names)} [dim]({MEASURE_HINT})[/]")
     return lines
 
 
@@ -329,12 +461,30 @@ def usage_line(results: Sequence[EvalSetResult]) -> str | None:
     )
 
 
-def summary_line(summary: RunSummary) -> str:
-    """``N passed, N failed, N not evaluated`` with colour."""
-    return (
+NAMED = 5
+"""Cases the summary line names per status before ``and N more``."""
+
+
+def summary_line(
+    summary: RunSummary, named: Mapping[EvalStatus, Sequence[str]] | None = None
+) -> str:
+    """``N passed, N failed, N not evaluated`` with colour, then the ids of the cases that
+    failed and of those not evaluated (``named``; the first :data:`NAMED` of each, then how
+    many more): ``4 passed, 1 failed, 0 not evaluated; failed: convert_currency``."""
+    line = (
         f"[green]{summary.passed} passed[/], [red]{summary.failed} failed[/], "
         f"[yellow]{summary.not_evaluated} not evaluated[/]"
     )
+    for status, word, style in (
+        (EvalStatus.FAILED, "failed", "red"),
+        (EvalStatus.NOT_EVALUATED, "not evaluated", "yellow"),
+    ):
+        ids = list(dict.fromkeys((named or {}).get(status, ())))
+        if ids:
+            more = f" and {len(ids) - NAMED:,} more" if len(ids) > NAMED else ""
+            listed = ", ".join(escape(eval_id) for eval_id in ids[:NAMED])
+            line += f"; [{style}]{word}:[/] {listed}{more}"
+    return line
 
 
 def _calls(invocation: Invocation | None) -> str:
@@ -348,34 +498,48 @@ def _calls(invocation: Invocation | None) -> str:
 
 def detail_table(case: EvalCaseResult) -> Table:
     """Per invocation: prompt, expected and actual response and tool calls, and every metric's
-    verdict on it (one line per metric, so the table stays readable with many metrics)."""
+    verdict on it (one line per metric), a row each: a column of labels and one of text, which
+    reads at any width (free text wraps between words; a metric's name is never broken where
+    the table has room for it)."""
     table = Table(
-        title=escape(f"{case.eval_set_id} / {case.eval_id}"), title_justify="left", show_lines=True
+        title=escape(f"{case.eval_set_id} / {case.eval_id}"), title_justify="left", show_lines=False
     )
-    for column in (
-        "prompt",
-        "expected_response",
-        "actual_response",
-        "expected_tool_calls",
-        "actual_tool_calls",
-    ):
-        table.add_column(column, overflow="fold", max_width=28)
-    table.add_column("verdicts", overflow="fold")
-    for row in case.eval_metric_result_per_invocation:
+    table.add_column("", no_wrap=True)
+    table.add_column("", overflow="fold")
+    table.show_header = False
+    rows = case.eval_metric_result_per_invocation
+    for number, row in enumerate(rows, 1):
         actual, expected = row.actual_invocation, row.expected_invocation
-        verdicts = "\n".join(
-            f"{escape(m.metric_name)}: {status_text(m.eval_status)} {format_score(m.score)}"
-            for m in row.eval_metric_results
-        )
-        table.add_row(
-            escape(content_text(actual.user_content)),
-            escape(content_text(expected.final_response) if expected else ""),
-            escape(content_text(actual.final_response)),
-            escape(_calls(expected)),
-            escape(_calls(actual)),
-            verdicts,
-        )
+        verdicts = _verdicts(case, row.eval_metric_results)
+        turn = f"turn {number}" + (f" of {len(rows)}" if len(rows) > 1 else "")
+        table.add_row(f"[bold]{turn}[/]", f"[dim]{escape(actual.invocation_id or '')}[/]")
+        fields = [("prompt", content_text(actual.user_content))]
+        if expected is not None:
+            fields.append(("expected answer", content_text(expected.final_response)))
+        fields.append(("actual answer", content_text(actual.final_response)))
+        if expected is not None:
+            fields.append(("expected calls", _calls(expected) or "(none)"))
+        fields.append(("actual calls", _calls(actual) or "(none)"))
+        for name, text in fields:
+            table.add_row(f"[dim]{name}[/]", escape(text))
+        table.add_row("[dim]verdicts[/]", verdicts, end_section=number < len(rows))
     return table
+
+
+def _verdicts(case: EvalCaseResult, rows: Sequence[EvalMetricResult]) -> str:
+    """A turn's verdicts, a line per metric (``name: STATUS score``, ``name: n/a``), then its
+    informational values on one line (``this turn: tool calls 1 · duration 12 ms``)."""
+    graded, skipped, info = _split(case, rows)
+    lines = [
+        f"{escape(m.metric_name)}: {status_text(m.eval_status)} "
+        f"{format_score(m.score, m.threshold)}"
+        for m in graded
+    ]
+    lines += [f"[dim]{escape(m.metric_name)}: n/a[/]" for m in skipped]
+    if info:
+        values = " · ".join(measure_text(m.metric_name, m.score) for m in info)
+        lines.append(f"[dim]this turn: {escape(values)}[/]")
+    return "\n".join(lines)
 
 
 def print_results(
@@ -388,8 +552,11 @@ def print_results(
     """Print every set's table (and detail tables), then the summary line. A set of more than
     ``max_cases`` cases (0: no limit) gets its table per metric, then the cases that did not
     pass, up to ``max_cases``."""
+    named: dict[EvalStatus, list[str]] = {}
     for result in results:
         view = SetView.of(result, max_cases)
+        for status, ids in view.named.items():
+            named.setdefault(status, []).extend(ids)
         total = view.total
         if 0 < max_cases < total:
             console.print(metrics_table(view))
@@ -410,4 +577,4 @@ def print_results(
     usage = usage_line(results)
     if usage:
         console.print(usage)
-    console.print(summary_line(summary))
+    console.print(summary_line(summary, named))

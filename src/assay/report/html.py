@@ -1,7 +1,10 @@
 """The HTML report: one self-contained file (inline CSS, inline SVG, a little vanilla JS).
 
-The page has a summary per eval set and over the run (pass rate, mean score per metric, score
-histograms drawn as SVG), a case list filterable by text and status, and per case, opened on
+The page opens with the cases that did not pass, by name, and a case x metric grid
+(:mod:`assay.report.html_grid`); then a summary per eval set and over the run (pass rate, mean
+score per metric, score histograms drawn as SVG where there are enough scores to draw, the
+informational metrics as values with units), a case list filterable by text and status, failed
+cases first, and per case, opened on
 click, the conversation, the actual and expected tool calls side by side with mismatches marked,
 every judge sample with its verdict and raw answer, rubric tables, hallucination sentence labels
 and token usage.
@@ -27,10 +30,11 @@ from assay._version import __version__
 from assay.report import html_large
 from assay.report.case_json import case_body, json_for_script
 from assay.report.html_cases import case_view, trajectory
+from assay.report.html_grid import by_status, grid
 from assay.report.html_summary import histogram, summary
 from assay.report.page import default_title, environment
 from assay.report.rows import Case
-from assay.results.model import EvalSetResult
+from assay.results.model import EvalCaseResult, EvalSetResult
 
 
 class _Bodies:
@@ -45,12 +49,18 @@ class _Bodies:
         return "\n".join(self.lines)
 
 
-def _cases(results: Sequence[EvalSetResult], bodies: _Bodies) -> Iterator[Case]:
-    every = (case for result in results for case in result.eval_case_results)
-    for n, result in enumerate(every):
-        case = case_view(f"c{n}", result)
+def _cases(keyed: Sequence[tuple[str, EvalCaseResult]], bodies: _Bodies) -> Iterator[Case]:
+    for key, result in keyed:
+        case = case_view(key, result)
         bodies.lines.append(json_for_script(case_body(case)))
         yield case
+
+
+def _keyed(results: Sequence[EvalSetResult]) -> list[tuple[str, EvalCaseResult]]:
+    """Every case with its key (``c<n>``, its line in the page's data block), in listing
+    order: failed, then not evaluated, then passed (:func:`~assay.report.html_grid.by_status`)."""
+    every = [case for result in results for case in result.eval_case_results]
+    return [(f"c{n}", every[i]) for n, i in enumerate(by_status(every))]
 
 
 def _listed(results: Sequence[EvalSetResult]) -> list[EvalSetResult]:
@@ -79,6 +89,7 @@ def html_text(results: Sequence[EvalSetResult], *, title: str | None = None) -> 
     sets = [summary(result.eval_set_id, [result]) for result in results]
     overall = summary("All eval sets", results) if len(results) > 1 else None
     bodies = _Bodies()
+    keyed = _keyed(results)
     template = environment().get_template("report.html.j2")
     yield template.render(
         title=page_title,
@@ -86,7 +97,8 @@ def html_text(results: Sequence[EvalSetResult], *, title: str | None = None) -> 
         generated=generated,
         sets=sets,
         overall=overall,
-        cases=_cases(results, bodies),
+        grid=grid(keyed),
+        cases=_cases(keyed, bodies),
         case_data=bodies,
         total=sum(len(result.eval_case_results) for result in results),
         runs=any(case.assay.run > 1 for r in results for case in r.eval_case_results),

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 
 from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
-from assay.report.judge_agreement import MEASURE_HINT, JudgedMetric, interval, judged_metrics
+from assay.report import numbers
+from assay.report.judge_agreement import MEASURE_HINT, JudgedMetric, judged_metrics
 from assay.report.rows import UsageRow
 from assay.results.model import EvalCaseResult, EvalSetResult
 
@@ -41,9 +42,15 @@ class Histogram:
     height: int = _CHART_H
 
 
+HISTOGRAM_MIN = 20
+"""Scores a metric needs before the summary draws their distribution (a histogram of five
+cases says nothing the counts do not)."""
+
+
 @dataclass(frozen=True)
 class MetricSummary:
-    """One metric over a group of cases."""
+    """One metric over a group of cases; an informational one (which never passes or fails)
+    has its mean value with its unit and no counts."""
 
     name: str
     scored: int
@@ -52,6 +59,7 @@ class MetricSummary:
     failed: int
     not_evaluated: int
     histogram: Histogram | None
+    informational: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,9 +98,17 @@ class _Scores:
 
 
 def score_text(score: float | None, informational: bool = False) -> str:
+    """A score as every report writes it (:func:`assay.report.numbers.score_text`); an
+    informational value with up to four significant digits (:func:`value_text` gives it its
+    unit where the metric is known)."""
     if score is None:
         return "-"
-    return f"{score:.6g}" if informational else f"{score:.4f}"
+    return f"{score:.4g}" if informational else numbers.score_text(score)
+
+
+def value_text(metric: str, value: float | None) -> str:
+    """An informational metric's value with its unit (``12 ms``, ``1,234``)."""
+    return numbers.value_text(metric, value)
 
 
 def status_class(status: EvalStatus) -> str:
@@ -203,15 +219,17 @@ def _metric_summaries(cases: Iterable[EvalCaseResult]) -> list[MetricSummary]:
     for name, scores in by_metric.items():
         mean = sum(scores.values) / len(scores.values) if scores.values else None
         informational = all(s is EvalStatus.INFORMATIONAL for s in scores.statuses)
+        drawn = not informational and len(scores.values) >= HISTOGRAM_MIN
         out.append(
             MetricSummary(
                 name=name,
                 scored=len(scores.values),
-                mean=score_text(mean, informational),
+                mean=value_text(name, mean) if informational else score_text(mean),
                 passed=scores.statuses.count(EvalStatus.PASSED),
                 failed=scores.statuses.count(EvalStatus.FAILED),
                 not_evaluated=scores.statuses.count(EvalStatus.NOT_EVALUATED),
-                histogram=histogram(scores.values),
+                histogram=histogram(scores.values) if drawn else None,
+                informational=informational,
             )
         )
     return out
@@ -331,14 +349,16 @@ class SummaryBuilder:
 def _tallied(name: str, tally: _Tally) -> MetricSummary:
     scored = tally.bins.seen
     mean = tally.score_sum / scored if scored else None
+    drawn = tally.graded and scored >= HISTOGRAM_MIN
     return MetricSummary(
         name=name,
         scored=scored,
-        mean=score_text(mean, not tally.graded),
+        mean=score_text(mean) if tally.graded else value_text(name, mean),
         passed=tally.passed,
         failed=tally.failed,
         not_evaluated=tally.not_evaluated,
-        histogram=tally.bins.histogram(),
+        histogram=tally.bins.histogram() if drawn else None,
+        informational=not tally.graded,
     )
 
 
@@ -346,10 +366,8 @@ def _judge_row(judged: JudgedMetric) -> JudgeRow:
     found = judged.agreement
     if found is None:
         return JudgeRow(judged.metric, judged.judge, judged.text, MEASURE_HINT)
-    span = interval(found)
-    detail = (
-        f"kappa 95% interval {span}; " if span else ""
-    ) + f"prompt {found.prompt_version}, measured {found.card_date}"
+    detail = "shipped with assay: " if found.bundled else ""
+    detail += f"prompt {found.prompt_version}, measured {found.card_date}"
     if found.labels_file:
         detail += f" on {found.labels_file}"
     return JudgeRow(judged.metric, judged.judge, judged.text, detail, judged.warning or "")

@@ -21,3 +21,7 @@
     var target = document.getElementById(location.hash.slice(1));
     if (target instanceof HTMLDetailsElement) { target.open = true; open(target); }
   }
+  window.addEventListener("hashchange", function () {
+    var target = document.getElementById(location.hash.slice(1));
+    if (target instanceof HTMLDetailsElement) { target.open = true; open(target); }
+  });
