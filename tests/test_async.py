@@ -71,3 +71,15 @@ def test_sync_of_inside_a_running_loop_says_to_await_the_async_function() -> Non
         )
 
     asyncio.run(inside())
+
+
+def test_what_sync_of_raises_opens_with_its_own_cause_not_a_chained_no_running_loop() -> None:
+    # the check for a running loop once left its RuntimeError as the context of every error,
+    # so a failing evaluate_agent opened with "RuntimeError: no running event loop"
+    async def fail() -> None:
+        raise KeyError("the cause")
+
+    failing = sync_of(fail, "failing", "fails")
+    with pytest.raises(KeyError) as failed:
+        failing()
+    assert failed.value.__context__ is None and failed.value.__cause__ is None

@@ -11,6 +11,16 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
+def in_event_loop() -> bool:
+    """Whether this thread is running an event loop (asked without leaving an exception behind
+    to be chained to whatever is raised next)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def run_sync(awaitable: Awaitable[T]) -> T:
     """``asyncio.run(awaitable)``, returning its result.
 
@@ -40,14 +50,14 @@ def sync_of(
 
     @functools.wraps(async_function)
     def sync(*args: P.args, **kwargs: P.kwargs) -> T:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return run_sync(async_function(*args, **kwargs))
-        raise RuntimeError(
-            f"{name}() cannot run inside a running event loop; "
-            f"use `await {async_function.__name__}(...)` there"
-        )
+        if in_event_loop():
+            raise RuntimeError(
+                f"{name}() cannot run inside a running event loop; "
+                f"use `await {async_function.__name__}(...)` there"
+            )
+        # run outside any ``except`` block, so that what it raises opens with its own cause
+        # rather than a chained "no running event loop"
+        return run_sync(async_function(*args, **kwargs))
 
     sync.__name__ = sync.__qualname__ = name
     sync.__doc__ = doc

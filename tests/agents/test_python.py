@@ -166,3 +166,66 @@ def test_a_factory_gives_each_case_a_fresh_agent_object(tmp_path: Path) -> None:
 def test_a_bad_spec_is_a_clear_error(spec: str, message: str) -> None:
     with pytest.raises(AgentLoadError, match=message):
         load_python_target(spec)
+
+
+AGENTS_FILE = """
+from typing import Any, NamedTuple
+
+from assay.agents.base import Session
+
+LIMIT = 3
+
+
+class Row(NamedTuple):
+    name: str
+
+
+def get_weather(city, units="C"):
+    return {"city": city}
+
+
+def lookup(topic):
+    return topic
+
+
+async def travel_agent(message: str, session: Session) -> str:
+    return "hi"
+
+
+def booking_agent(message, session):
+    return "booked"
+
+
+class Counter:
+    async def turn(self, user, session):
+        raise NotImplementedError
+"""
+
+
+def test_a_misspelt_attr_suggests_the_files_own_agents_closest_first_not_its_imports(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "agents.py"
+    source.write_text(AGENTS_FILE)
+    with pytest.raises(AgentLoadError) as failed:
+        load_python_target(f"{source}:travel_agnt")
+    message = str(failed.value)
+    assert message.endswith(
+        f"{source} has no attribute 'travel_agnt'; each agent it defines, closest first: "
+        "travel_agent, booking_agent, Counter"
+    )
+    for not_an_agent in ("Any", "NamedTuple", "Session", "LIMIT", "Row", "get_weather", "lookup"):
+        assert not_an_agent not in message.rsplit(";", 1)[1]
+
+
+def test_without_agents_a_misspelt_attr_suggests_the_functions_that_take_two_arguments(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "tools.py"
+    source.write_text("import json\n\ndef get_weather(city, units='C'):\n    return city\n")
+    with pytest.raises(AgentLoadError, match=r"the one function that could take \(message, "
+                       r"session\) it defines is get_weather$"):  # fmt: skip
+        load_python_target(f"{source}:agent")
+    source.write_text("import json\n\nLIMIT = 3\n")
+    with pytest.raises(AgentLoadError, match=r"it defines no agent and no function of"):
+        load_python_target(f"{source}:agent")

@@ -230,3 +230,22 @@ def _agent_of(factory: Any) -> Agent:
     made = factory(CaseContext(case=CASE))
     assert isinstance(made, Agent)
     return made
+
+
+@pytest.mark.parametrize(
+    ("spec", "opening"),
+    [
+        ("no/such/file.py:agent", "agent: no such file no/such/file.py"),
+        ("no/such/folder", "agent 'no/such/folder': no such folder"),
+        ("openai:", "agent 'openai:' names no model"),
+    ],
+)
+def test_from_python_a_bad_spec_names_the_parameter_not_the_command_line_flag(
+    spec: str, opening: str
+) -> None:
+    with pytest.raises(AgentLoadError) as failed:
+        agent_factory(spec, env={})
+    assert str(failed.value).startswith(opening)
+    assert "--agent" not in str(failed.value)
+    with pytest.raises(AgentLoadError, match=r"^--agent"):  # the command line's own wording
+        resolve_agent(spec, env={})

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from assay.agents.python import AgentLoadError
 from assay.evalset.case import EvalSet
 from assay.evalset.content import Content, Part
 from assay.evalset.invocation import Invocation
@@ -169,6 +170,44 @@ def test_an_unknown_sub_agent_and_bad_arguments_are_refused_as_in_adk(
         _evaluate(name, str(test_file), eval_set_results_manager=object())
     with pytest.raises(NotImplementedError, match="artifact_service"):
         _evaluate(name, str(test_file), artifact_service=object())
+
+
+@pytest.mark.parametrize("form", ["file.py:attr", "module:attr", "folder"])
+def test_agent_module_takes_the_specs_the_cli_takes_beyond_adks_module(
+    agent_module: MakeModule, tmp_path: Path, form: str
+) -> None:
+    test_file, session = _legacy_files(tmp_path / "data")
+    name = agent_module()
+    spec = {
+        "file.py:attr": f"{tmp_path / name / 'agent.py'}:root_agent",
+        "module:attr": f"{name}.agent:root_agent",
+        "folder": str(tmp_path / name),
+    }[form]
+    _evaluate(spec, str(test_file), initial_session_file=str(session))
+
+
+@pytest.mark.parametrize(
+    ("spec", "opening"),
+    [
+        ("{folder}/agent.py:root_agnt", "agent_module '{folder}/agent.py:root_agnt': {folder}/"
+         "agent.py has no attribute 'root_agnt'; the one agent it defines is root_agent"),
+        ("http://127.0.0.1:99999/turn", "agent_module 'http://127.0.0.1:99999/turn': the port "
+         "must be 1 to 65535"),
+        ("openai:", "agent_module 'openai:' names no model"),
+        ("{folder}/missing.py:agent", "agent_module: no such file {folder}/missing.py"),
+    ],
+)  # fmt: skip
+def test_a_spec_that_cannot_be_used_opens_with_its_cause_and_names_agent_module(
+    agent_module: MakeModule, tmp_path: Path, spec: str, opening: str
+) -> None:
+    test_file, session = _legacy_files(tmp_path / "data")
+    folder = tmp_path / agent_module()
+    with pytest.raises(AgentLoadError) as failed:
+        _evaluate(spec.format(folder=folder), str(test_file), initial_session_file=str(session))
+    assert str(failed.value).startswith(opening.format(folder=folder))
+    assert "--agent" not in str(failed.value)
+    shown = failed.value  # a traceback shows no other error chained to it
+    assert shown.__cause__ is None and (shown.__context__ is None or shown.__suppress_context__)
 
 
 def test_output_file_gets_one_csv_row_per_metric_and_turn_with_adks_columns(

@@ -17,6 +17,7 @@ file (``examples/travel/agent.py:travel_agent``).
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import inspect
@@ -72,12 +73,70 @@ def load_python_target(spec: str) -> Any:
     target = loaded
     for part in attr.split("."):
         if not hasattr(target, part):
-            known = sorted(n for n in dir(loaded) if not n.startswith("_"))[:12]
             raise AgentLoadError(
-                f"--agent {spec!r}: {module} has no attribute {attr!r} (it has: {', '.join(known)})"
+                f"--agent {spec!r}: {module} has no attribute {attr!r}; {_candidates(loaded, attr)}"
             )
         target = getattr(target, part)
     return target
+
+
+_MOST_NAMED = 8
+
+
+def _candidates(module: Any, wanted: str) -> str:
+    """What a misspelt ``module:attr`` may have meant: the agents the module itself defines
+    (not the names it imports), closest to ``wanted`` first; else its other functions."""
+    ranked: dict[int, list[str]] = {2: [], 1: []}
+    for name, value in vars(module).items():
+        rank = 0 if name.startswith("_") else _agent_rank(module.__name__, value)
+        if rank:
+            ranked[rank].append(name)
+    names, what = ranked[2], "agent"
+    if not names:
+        names, what = ranked[1], "function that could take (message, session)"
+    if not names:
+        return "it defines no agent and no function of (message, session)"
+    if len(names) == 1:
+        return f"the one {what} it defines is {names[0]}"
+    closest = sorted(names, key=lambda n: -difflib.SequenceMatcher(None, wanted, n).ratio())
+    more = len(closest) - _MOST_NAMED
+    listed = ", ".join(closest[:_MOST_NAMED]) + (f" and {more} more" if more > 0 else "")
+    return f"each {what} it defines, closest first: {listed}"
+
+
+def _agent_rank(module_name: str, value: Any) -> int:
+    """2 for what is surely an agent (an ADK agent, an object or class with ``turn``, an
+    ``assay_factory``, a function of ``(message, session)``); 1 for another function defined in
+    the module that takes two arguments; 0 for the rest (constants, imported names, tools that
+    cannot be called so)."""
+    if inspect.ismodule(value):
+        return 0
+    if any(c.__name__ == "BaseAgent" and c.__module__.startswith("google.adk.agents")
+           for c in type(value).__mro__):  # fmt: skip
+        return 2
+    own = getattr(value, "__module__", None) == module_name
+    if inspect.isclass(value):
+        return 2 if own and callable(getattr(value, "turn", None)) else 0
+    if not inspect.isfunction(value):
+        return 2 if callable(getattr(value, "turn", None)) else 0
+    if not own:
+        return 0
+    if getattr(value, "assay_factory", False):
+        return 2
+    return _function_rank(value)
+
+
+def _function_rank(function: Any) -> int:
+    try:
+        signature = inspect.signature(function)
+        signature.bind(None, None)
+    except (TypeError, ValueError):
+        return 0
+    second = list(signature.parameters.values())[1:2]
+    session = bool(second) and (
+        second[0].name == "session" or "Session" in str(second[0].annotation)
+    )
+    return 2 if session else 1
 
 
 def _user_text(user: Content) -> str:

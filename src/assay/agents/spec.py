@@ -28,7 +28,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from assay.agents.base import Agent, AgentFactory, CaseContext, WrappedAgent
 from assay.agents.python import AgentLoadError, FunctionAgent, load_python_target
@@ -173,6 +173,23 @@ def factory_for(target: Any, spec: str) -> AgentFactory:
     return _python_factory(target, spec)
 
 
+SpecKind = Literal["http", "model", "python", "package"]
+
+
+def spec_kind(spec: str) -> SpecKind:
+    """Which form ``spec`` has: ``http(s)://...``, ``openai:``/``ollama:MODEL``, ``module:attr``
+    or ``path/to/file.py:attr`` (python), else an ADK module or folder (package)."""
+    spec = spec.strip()
+    if spec.startswith(("http://", "https://")):
+        return "http"
+    if spec.startswith(MODEL_PREFIXES):
+        return "model"
+    head, sep, attr = spec.rpartition(":")
+    if sep and head and attr and "/" not in attr and not attr.endswith(".py"):
+        return "python"
+    return "package"
+
+
 def resolve_agent(spec: str, *, env: Mapping[str, str] | None = None) -> AgentFactory:
     """The factory for the agent ``spec`` names (see the module docstring); raises
     :class:`~assay.agents.python.AgentLoadError` with what to do when it cannot be used."""
@@ -180,16 +197,16 @@ def resolve_agent(spec: str, *, env: Mapping[str, str] | None = None) -> AgentFa
     environ: Mapping[str, str] = os.environ if env is None else env
     if not spec:
         raise AgentLoadError("--agent: the spec is empty")
-    if spec.startswith(("http://", "https://")):
+    kind = spec_kind(spec)
+    if kind == "http":
         from assay.agents.http import http_agent_factory
 
         return http_agent_factory(spec, env=environ)
-    if spec.startswith(MODEL_PREFIXES):
+    if kind == "model":
         from assay.agents.model import model_agent_factory
 
         return model_agent_factory(spec, env=environ)
-    head, sep, attr = spec.rpartition(":")
-    if sep and head and attr and "/" not in attr and not attr.endswith(".py"):
+    if kind == "python":
         return factory_for(load_python_target(spec), spec)
     module = _root_agent_module(spec)
     reset = getattr(module, "reset_data", None)
@@ -231,12 +248,29 @@ def _describe(target: Any) -> str:
     return str(name or type(target).__name__)
 
 
+CLI_FLAG = "--agent"
+"""How :func:`resolve_agent`'s messages name the spec's source: the command line's flag."""
+
+
+def for_argument(error: AgentLoadError, argument: str) -> AgentLoadError:
+    """``error`` as a Python caller reads it: naming the parameter ``argument`` where the
+    message names the command line's ``--agent`` (``agent 'x.py:typo': x.py has no ...``)."""
+    text = str(error)
+    if text.startswith(CLI_FLAG + ":") or text.startswith(CLI_FLAG + " "):
+        text = argument + text[len(CLI_FLAG) :]
+    return AgentLoadError(text)
+
+
 def agent_factory(agent: AgentLike, *, env: Mapping[str, str] | None = None) -> AgentFactory:
     """The factory that makes a fresh agent per case and run from whatever ``agent`` is (see the
-    module docstring); raises :class:`~assay.agents.python.AgentLoadError` when it cannot."""
-    if isinstance(agent, str):
-        return resolve_agent(agent, env=env)
-    if is_case_factory(agent):
-        factory: AgentFactory = agent
-        return factory
-    return factory_for(agent, _describe(agent))
+    module docstring); raises :class:`~assay.agents.python.AgentLoadError` when it cannot, its
+    message naming the parameter ``agent`` (of the Python caller), not ``--agent``."""
+    try:
+        if isinstance(agent, str):
+            return resolve_agent(agent, env=env)
+        if is_case_factory(agent):
+            factory: AgentFactory = agent
+            return factory
+        return factory_for(agent, _describe(agent))
+    except AgentLoadError as exc:
+        raise for_argument(exc, "agent") from None

@@ -21,7 +21,9 @@ from rich.markup import escape
 from assay._collector import collections_paused
 from assay._files import write_atomically
 from assay.agents.spec import resolve_agent
+from assay.cli.diagnoses import check_sources, warn_of_missing_traces
 from assay.cli.history import max_cases_option
+from assay.cli.judge_check import StoppedJudges, check_run_judges
 from assay.cli.output import EXIT_FAILED, EXIT_OK, make_console
 from assay.cli.recording import recorded, run_spec, unrecordable
 from assay.errors import ConfigWarning, InputError
@@ -213,7 +215,7 @@ def _evaluate(
         from assay.runner.ray_executor import evaluate_on_ray
 
         return evaluate_on_ray(jobs, traces, agent_spec=agent_spec, address=ray_address, **options)
-    return evaluate_sync(jobs, traces, **options)
+    return evaluate_sync(jobs, traces, progress=False, **options)  # RunProgress shows it
 
 
 def _run_summary(results: Sequence[EvalSetResult]) -> RunSummary:
@@ -370,8 +372,8 @@ def _run_summary(results: Sequence[EvalSetResult]) -> RunSummary:
     type=click.Path(dir_okay=False),
     help="A judge profile from assay judge align: each criterion it covers is decided by the "
     "threshold fitted for its judge on people's labels (only where that judge scores it). "
-    "Default: the embedded judge's bundled alignment, which applies to it alone; 'none' for "
-    "no profile.",
+    "Default: the embedded judge's calibration shipped with assay, which applies to it alone; "
+    "'none' for no profile. Reports show the judge's own verdict beside each decided one.",
 )
 @click.option(
     "--no-cache",
@@ -444,8 +446,7 @@ def eval_command(
     """Score EVALSET files against recorded traces (--traces) or by running an agent (--agent),
     and print a results table."""
     console = make_console()
-    if bool(traces_paths) == bool(agent_spec):
-        raise click.UsageError("give either --traces FILE or --agent SPEC (exactly one)")
+    check_sources(eval_sets, agent_spec, traces_paths)  # exactly one of --agent, --traces
     if save_traces_path and not agent_spec:
         raise click.BadParameter("needs --agent", param_hint="'--save-traces'")
     outputs = (
@@ -457,6 +458,7 @@ def eval_command(
     )
     _check_output_folders(outputs)
     jobs, traces = _load_inputs(eval_sets, config_path, traces_paths)
+    warn_of_missing_traces(console, traces_paths, traces, jobs)  # none found: exit 2
     if history and (problems := unrecordable(jobs)):
         raise InputError(problems)
     agent = None
@@ -471,6 +473,8 @@ def eval_command(
                 attempts=agent_attempts,
             ),
         )
+    # every judge is checked now too, as the agent is: not found case by case
+    check_run_judges(jobs, override=judge_model or None, simulated_user=agent is not None)
     saved: list[CaseInference] = []
     configs_shown: set[int] = set()  # a config's warnings are shown once, however many sets
     for job in jobs:
@@ -509,8 +513,11 @@ def eval_command(
             heartbeat_s=_heartbeat_s(),
         )
 
+        stopped = StoppedJudges()
+
         def on_case(job: EvalSetJob, result: EvalCaseResult) -> None:
             recording.on_case(job, result)
+            stopped.see(result)
             if show_progress:
                 progress.case_done(job, result)
 
@@ -539,6 +546,7 @@ def eval_command(
         console.print(f"traces written to {escape(save_traces_path)}")
     summary = _run_summary(results)
     print_results(console, results, summary, detailed=print_detailed_results, max_cases=max_cases)
+    stopped.report(console)
     if output_path:
         _write_output(Path(output_path), results)
         console.print(f"results written to {escape(output_path)}")

@@ -3,15 +3,17 @@ anything."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
+from rich.console import Console
 from rich.markup import escape
 
 from assay.cli.output import make_console
 from assay.config import read_config
 from assay.errors import InputError
-from assay.evalset.io import load_eval_set
+from assay.evalset.io import INITIAL_SESSION_FILE, load_eval_set, read_initial_session
 
 
 @click.command("validate")
@@ -34,6 +36,8 @@ def validate_command(files: tuple[str, ...]) -> None:
                 )
                 for note in run.warnings:
                     console.print(f"  [yellow]warning:[/] {escape(note)}")
+            elif _looks_like_session(path) or _looks_like_traces(path):
+                _validate_other(console, path)
             elif _looks_like_config(path):
                 config = read_config(path)
                 console.print(
@@ -72,6 +76,52 @@ def _looks_like_labels(path: Path) -> bool:
     """A labels file (``assay judge agree``): top-level ``labels`` and ``traces`` keys."""
     head = _head(path)
     return all(f'"{key}"' in head or f"\n{key}:" in f"\n{head}" for key in ("labels", "traces"))
+
+
+def _looks_like_session(path: Path) -> bool:
+    """ADK's ``initial.session.json`` (by name, or an object with app_name, user_id and
+    state)."""
+    if path.name == INITIAL_SESSION_FILE:
+        return True
+    head = _head(path)
+    keys = ('"app_name"', '"user_id"', '"state"')
+    return all(key in head for key in keys) and '"eval_cases"' not in head
+
+
+_TRACES_START = re.compile(r'\s*\{\s*"[^"]*"\s*:\s*\[\s*\{')
+_INVOCATION_KEYS = ('"invocation_id"', '"invocationId"', '"user_content"', '"userContent"')
+
+
+def _looks_like_traces(path: Path) -> bool:
+    """What ``--traces`` reads: ``{eval_id: [Invocation, ...]}`` or an ADK eval set result."""
+    head = _head(path).lstrip("\ufeff")
+    if '"eval_case_results"' in head or '"evalCaseResults"' in head:
+        return True
+    return bool(_TRACES_START.match(head)) and any(key in head for key in _INVOCATION_KEYS)
+
+
+def _validate_other(console: Console, path: Path) -> None:
+    """An ``initial.session.json`` or a traces file, checked and said for what it is."""
+    file = escape(str(path))
+    if _looks_like_session(path):
+        session, warnings = read_initial_session(path)
+        state = len(session.state) if session else 0
+        console.print(
+            f"[green]ok[/] {file}: ADK's initial session (app_name, user_id, {state} state "
+            "key(s)), not an eval set: it is read automatically with the legacy .test.json "
+            "files in its folder"
+        )
+        for warning in warnings:
+            console.print(f"  [yellow]warning:[/] {escape(str(warning))}")
+        return
+    from assay.results.trace_coverage import recorded_keys
+    from assay.results.traces import load_traces
+
+    cases = len(recorded_keys(load_traces([path])))
+    console.print(
+        f"[green]ok[/] {file}: traces of {cases} case(s), not an eval set: pass it as "
+        "--traces FILE with the eval set it records"
+    )
 
 
 def _looks_like_config(path: Path) -> bool:

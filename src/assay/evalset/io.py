@@ -36,6 +36,7 @@ from pydantic import (
     field_serializer,
 )
 
+from assay._file_kinds import wrong_kind
 from assay._files import dump_yaml, load_data, parse_json, read_text, type_name
 from assay.errors import (
     EvalSetError,
@@ -208,6 +209,8 @@ def _load(path: Path) -> LoadedEvalSet:
         return LoadedEvalSet(_load_jsonl(path), path, "jsonl")
     data = load_data(path, EvalSetError)
     file = str(path)
+    if (other := wrong_kind(data, "EVALSET")) is not None:  # a traces file, a config...
+        raise EvalSetError([Problem(file, "", other)])
     if isinstance(data, dict):
         return LoadedEvalSet(_validate(_EVAL_SET, data, file, EvalSet), path, "evalset")
     if not isinstance(data, list) or not data:
@@ -264,6 +267,14 @@ def _initial_session_beside(
     candidate = path.parent / INITIAL_SESSION_FILE
     if not candidate.is_file():
         return None, []
+    return read_initial_session(candidate)
+
+
+def read_initial_session(
+    candidate: Path,
+) -> tuple[legacy.LegacyInitialSession | None, list[Problem]]:
+    """ADK's ``initial.session.json`` (None when it is ``{}``) and the warnings for its keys
+    that are ignored; raises :class:`EvalSetError` when it is not a session object."""
     file = str(candidate)
     data = parse_json(read_text(candidate, EvalSetError), file, EvalSetError)
     if isinstance(data, dict) and not data:

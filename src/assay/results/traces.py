@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay._file_kinds import not_traces, wrong_kind
 from assay._files import load_data, parse_json, type_name
 from assay.errors import Problem, TracesError, format_path, short_value
 from assay.evalset.invocation import Invocation
@@ -179,11 +180,23 @@ def _load_streamed(path: Path) -> Traces | None:
         found = load_streamed(path)
     except (NotStreamable, OSError):
         return None
+    except TracesError as exc:
+        if _CASES_KEYS & {_top_key(p.path) for p in exc.problems}:  # an eval set, read as traces
+            raise TracesError([Problem(str(path), "", not_traces("eval set"))]) from None
+        raise
     except JsonError as exc:
         if path.stat().st_size > EXACT_LIMIT:
             raise TracesError([syntax_problem(path, exc)]) from None
         return None
     return Traces(sources=[str(path)], streamed=True, spilled=found.runs)
+
+
+_CASES_KEYS = frozenset({"eval_cases", "evalCases"})
+
+
+def _top_key(json_path: str) -> str:
+    """The top-level key a JSON path starts with (``eval_cases`` of ``eval_cases[0].x``)."""
+    return json_path.split("[", 1)[0].split(".", 1)[0]
 
 
 def _load_one(path: Path) -> Traces:
@@ -209,6 +222,8 @@ def _load_one(path: Path) -> Traces:
         if not_objects:
             raise TracesError(not_objects)
         return _from_set_results(data, file, prefix=None)
+    if (other := wrong_kind(data, "--traces")) is not None:  # an eval set, a config...
+        raise TracesError([Problem(file, "", other)])
     if isinstance(data, dict):
         return _from_mapping(data, file)
     got = "an empty list" if data == [] else type_name(data)

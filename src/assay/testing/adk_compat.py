@@ -5,6 +5,7 @@ Switching is one import::
     # from google.adk.evaluation.agent_evaluator import AgentEvaluator
     from assay.testing import AgentEvaluator
 
+    @pytest.mark.asyncio  # pytest-asyncio, as ADK's own tests use it
     async def test_home_automation() -> None:
         await AgentEvaluator.evaluate(
             "home_automation_agent",
@@ -13,9 +14,13 @@ Switching is one import::
         )
 
 As in ADK: ``agent_module`` is a module exposing ``root_agent`` (or ``get_agent_async``),
-directly or in its ``agent`` submodule, and ``agent_name`` picks a sub-agent; a folder is searched
-for ``*.test.json`` files (any depth), each evaluated with the ``test_config.json`` beside it (else
-the default criteria); ``initial_session_file`` seeds the legacy files' sessions (and is refused
+directly or in its ``agent`` submodule, and ``agent_name`` picks a sub-agent. It also takes every
+other spec ``assay eval --agent`` takes: an ADK agent folder, ``module:attr``,
+``path/to/file.py:attr``, ``http(s)://...``, ``openai:MODEL`` / ``ollama:MODEL``; a spec that
+cannot be used is an :class:`~assay.agents.python.AgentLoadError` naming ``agent_module``.
+
+A folder of eval files is searched for ``*.test.json`` files (any depth), each evaluated with the
+``test_config.json`` beside it (else the default criteria); ``initial_session_file`` seeds the legacy files' sessions (and is refused
 for eval-set files, which carry their own); each case runs ``num_runs`` times (2), and a metric
 fails a case when the mean of its per-turn scores over every run is below its threshold, or when
 it produced no score; a run that produced no metric results at all fails its case too. Failures
@@ -45,8 +50,15 @@ from pydantic import ValidationError
 
 from assay._files import load_data
 from assay.agents.base import AgentFactory
-from assay.agents.python import AgentLoadError
-from assay.agents.spec import factory_for, find_root_agent, is_adk_agent
+from assay.agents.python import AgentLoadError, load_python_target
+from assay.agents.spec import (
+    factory_for,
+    find_root_agent,
+    for_argument,
+    is_adk_agent,
+    resolve_agent,
+    spec_kind,
+)
 from assay.config import EvalConfig, parse_config
 from assay.errors import EvalSetError, Problem
 from assay.evalset.case import EvalSet, SessionInput
@@ -200,13 +212,20 @@ def adk_failure_report(results: Sequence[EvalSetResult], agent_module: str) -> s
 # --- loading: the agent, the files, the initial session -----------------------------------
 
 
+def _module_name(agent_module: str) -> str:
+    """The module an ADK module or folder spec is imported as (a folder: by its name)."""
+    path = Path(agent_module)
+    return path.resolve().name if path.is_dir() else agent_module
+
+
 async def _root_agent(agent_module: str) -> tuple[Any, Any]:
     """``root_agent`` of the module (or of its ``agent`` submodule), else what its
     ``get_agent_async()`` returns, with the cleanup object it may return beside it."""
     try:
         return find_root_agent(agent_module), None
     except AgentLoadError as missing:
-        for name in (f"{agent_module}.agent", agent_module):
+        module = _module_name(agent_module)
+        for name in (f"{module}.agent", module):
             make = getattr(sys.modules.get(name), "get_agent_async", None)
             if callable(make):
                 made = await make()
@@ -394,7 +413,8 @@ def _app_of(agent_module: str) -> Any:
     """The ADK ``App`` beside ``root_agent`` (its plugins and settings take part, as in ADK)."""
     from google.adk.apps.app import App
 
-    for name in (f"{agent_module}.agent", agent_module):
+    module = _module_name(agent_module)
+    for name in (f"{module}.agent", module):
         app = getattr(sys.modules.get(name), "app", None)
         if isinstance(app, App):
             return app
@@ -402,12 +422,35 @@ def _app_of(agent_module: str) -> Any:
 
 
 async def _agent_factory(agent_module: str, agent_name: str | None) -> tuple[AgentFactory, Any]:
-    root, cleanup = await _root_agent(agent_module)
+    """The agent ``agent_module`` names, with the cleanup object its ``get_agent_async`` may
+    return: ADK's module or folder, or any other spec ``assay eval --agent`` takes; a problem is
+    an :class:`AgentLoadError` naming the parameter, not the command line's flag."""
+    try:
+        return await _any_agent(agent_module.strip(), agent_name)
+    except AgentLoadError as exc:
+        raise for_argument(exc, "agent_module") from None
+
+
+async def _any_agent(agent_module: str, agent_name: str | None) -> tuple[AgentFactory, Any]:
+    if not agent_module:
+        raise AgentLoadError("--agent: the spec is empty")
+    kind = spec_kind(agent_module)
+    if kind in ("http", "model"):
+        if agent_name:
+            raise ValueError(
+                f"agent_name picks a sub-agent of an ADK agent; {agent_module!r} is not one"
+            )
+        return resolve_agent(agent_module), None
+    if kind == "python":
+        root, cleanup = load_python_target(agent_module), None
+    else:
+        root, cleanup = await _root_agent(agent_module)
     target = _pick(root, agent_name)
     if is_adk_agent(target):
         from assay.agents.adk import adk_agent_factory
 
-        return adk_agent_factory(target, source=agent_module, app=_app_of(agent_module)), cleanup
+        app = _app_of(agent_module) if kind == "package" else None
+        return adk_agent_factory(target, source=agent_module, app=app), cleanup
     return factory_for(target, agent_module), cleanup
 
 
