@@ -61,8 +61,8 @@ def test_failed_case_lists_its_failing_metrics_with_score_and_threshold(tmp_path
     assert failure is not None
     message = failure.get("message", "")
     assert message == (
-        "2 metric(s) below threshold: m: score 0.2500 < threshold 0.8000; "
-        "r: score 0.5000 < threshold 0.8000"
+        "2 metric(s) below threshold: m: score 0.25 < threshold 0.80; "
+        "r: score 0.50 < threshold 0.80"
     )
     assert "fine" not in (failure.text or "")
     ok = root.find("testsuite/testcase[@name='ok']")
@@ -139,7 +139,7 @@ def test_junit_of_a_real_regressed_run(run_cli: RunCli, example: Example, tmp_pa
     _check_counts(root)
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("5", "2", "2")
     messages = [f.get("message", "") for f in root.iter("failure")]
-    assert any("tool_trajectory_avg_score: score 0.5000 < threshold 1.0000" in m for m in messages)
+    assert any("tool_trajectory_avg_score: score 0.50 < threshold 1.00" in m for m in messages)
     assert all("per_turn_user_simulator_quality_v1" not in m for m in messages)  # n/a there
 
 

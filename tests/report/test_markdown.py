@@ -48,9 +48,9 @@ def test_summary_has_totals_and_a_row_per_metric() -> None:
     rows = {
         _cells(line)[0].strip(): _cells(line) for line in text.splitlines() if line.startswith("| ")
     }
-    assert [c.strip() for c in rows["m"]] == ["m", "50.0% (1/2)", "0.7500"]
+    assert [c.strip() for c in rows["m"]] == ["m", "50.0% (1/2)", "0.75"]
     assert [c.strip() for c in rows["tokens (informational)"]][1:] == ["–", "200"]
-    assert "- **s / b**: m 0.5000 < 0.8000" in text
+    assert "- **s / b**: m 0.50 < 0.80" in text
     assert "### Not evaluated (1)" in text and "- **s / c**: no trace" in text
 
 
@@ -100,10 +100,10 @@ def test_markdown_of_a_real_regressed_run(
     text = render_markdown(read_results_file(out))
     assert "**1 passed, 2 failed, 2 not evaluated** of 5 case(s)" in text
     assert (
-        "- **travel\\_assistant / convert\\_currency**: response\\_match\\_score 0.2963 < 0.6000"
+        "- **travel\\_assistant / convert\\_currency**: response\\_match\\_score 0.30 < 0.60"
         in text
     )
-    assert "| tool\\_trajectory\\_avg\\_score | 66.7% (2/3) | 0.8333 |" in text
+    assert "| tool\\_trajectory\\_avg\\_score | 66.7% (2/3) | 0.83 |" in text
 
 
 def test_a_failing_case_a_profile_decided_says_what_the_judge_said_and_the_rule() -> None:

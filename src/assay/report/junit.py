@@ -31,6 +31,7 @@ from pathlib import Path
 from assay._files import write_atomically
 from assay.metrics.base import EvalStatus
 from assay.report.judge_agreement import judged_metrics
+from assay.report.numbers import score_text
 from assay.report.why import why
 from assay.results.model import EvalCaseResult, EvalSetResult
 
@@ -47,13 +48,14 @@ def _seconds(value: float) -> str:
 
 
 def failing_metrics(case: EvalCaseResult) -> list[str]:
-    """``metric: score 0.2500 < threshold 0.8000`` for every failing metric that applies."""
+    """``metric: score 0.25 < threshold 0.80`` for every failing metric that applies (numbers
+    as every report writes them, :mod:`assay.report.numbers`)."""
     lines = []
     for row in case.overall_eval_metric_results:
         if row.eval_status is not EvalStatus.FAILED or row.metric_name in case.assay.not_applicable:
             continue
-        score = "-" if row.score is None else f"{row.score:.4f}"
-        threshold = "-" if row.threshold is None else f"{row.threshold:.4f}"
+        score = score_text(row.score, row.threshold)
+        threshold = score_text(row.threshold)
         lines.append(f"{row.metric_name}: score {score} < threshold {threshold}")
     return lines
 

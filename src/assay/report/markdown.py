@@ -18,6 +18,7 @@ from pathlib import Path
 
 from assay.metrics.base import EvalStatus
 from assay.report.judge_agreement import judged_metrics
+from assay.report.numbers import score_text, value_text
 from assay.report.why import why
 from assay.results.model import EvalCaseResult, EvalSetResult
 
@@ -144,12 +145,12 @@ def write_markdown(path: Path, results: Sequence[EvalSetResult]) -> None:
     path.write_text(render_markdown(results), encoding="utf-8")
 
 
-def format_value(value: float | None, informational: bool = False) -> str:
-    """A score to four decimals (an informational value to six significant digits); a dash
-    for none."""
+def format_value(value: float | None, informational: bool = False, metric: str = "") -> str:
+    """A score as every report writes it (:mod:`assay.report.numbers`: two decimals), an
+    informational value with its unit; a dash for none."""
     if value is None:
         return "–"
-    return f"{value:.6g}" if informational else f"{value:.4f}"
+    return value_text(metric, value) if informational else score_text(value)
 
 
 def format_rate(rate: float | None, passed: int = 0, judged: int = 0) -> str:
@@ -165,7 +166,7 @@ def _metric_table(totals: list[MetricTotals]) -> list[str]:
     lines = ["| Metric | Pass rate | Mean score |", "|:--|--:|--:|"]
     for entry in totals:
         rate = format_rate(entry.pass_rate, entry.passed, entry.passed + entry.failed)
-        mean = format_value(entry.mean_score, entry.informational)
+        mean = format_value(entry.mean_score, entry.informational, entry.name)
         name = escape_markdown(entry.name) + (" (informational)" if entry.informational else "")
         lines.append(f"| {name} | {rate} | {mean} |")
     return [*lines, ""]
@@ -209,8 +210,8 @@ def _failing_metrics(case: EvalCaseResult) -> str:
             continue
         said = why(case, row)
         parts.append(
-            f"{escape_markdown(row.metric_name)} {format_value(row.score)} < "
-            f"{format_value(row.threshold)}" + (f" ({escape_markdown(said)})" if said else "")
+            f"{escape_markdown(row.metric_name)} {score_text(row.score, row.threshold)} < "
+            f"{score_text(row.threshold)}" + (f" ({escape_markdown(said)})" if said else "")
         )
     return "; ".join(parts) or escape_markdown(case.assay.reason or "failed")
 
