@@ -231,6 +231,9 @@ def test_a_judge_that_dies_mid_run_is_said_once_and_the_results_are_saved(
     assert output.count(said) == 1
     line = output[output.index(said) :]
     assert "could not connect to" in line and "and was not called again: " in line
+    # the table's rows name the stopped judge; the error itself is written once, in the warning
+    assert _flat(run.out).count("could not connect to") == 1
+    assert "stopped answering (why: the warning after the table)" in _flat(run.out)
     cases = json.loads(out.read_text(encoding="utf-8"))["eval_case_results"]
     assert len(cases) == 5  # every case kept
     left = [c["eval_id"] for c in cases if "no more calls were sent" in json.dumps(c)]

@@ -361,6 +361,14 @@ class StoppedJudge(NamedTuple):
     why: str
 
 
+def replace_stopped(reason: str, words: Callable[[StoppedJudge], str]) -> str:
+    """``reason`` with each stopped judge's error in it replaced by ``words`` of that judge (a
+    report that says the error once elsewhere names the judge only)."""
+    return _STOPPED_REASON.sub(
+        lambda found: words(StoppedJudge(found["model"], found["state"], found["why"])), reason
+    )
+
+
 def stopped_judge(reason: str) -> StoppedJudge | None:
     """The judge that was stopped, when ``reason`` (a metric's NOT_EVALUATED reason) carries the
     error of a client whose circuit breaker tripped; else None."""

@@ -9,8 +9,9 @@ reads; the HTML report and ``--output`` keep every case.)"""
 from __future__ import annotations
 
 import json
+import re
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -20,6 +21,7 @@ from rich.table import Table
 from assay.evalset.content import content_text
 from assay.evalset.invocation import Invocation
 from assay.llm.base import TokenUsage
+from assay.llm.client import StoppedJudge, replace_stopped, stopped_judge
 from assay.metrics.base import EvalStatus
 from assay.report.judge_agreement import (
     MEASURE_HINT,
@@ -45,6 +47,34 @@ _STYLE = {
     EvalStatus.NOT_EVALUATED: "yellow",
     EvalStatus.INFORMATIONAL: "blue",
 }
+
+
+def _stopped_words(judge: StoppedJudge) -> str:
+    """A stopped judge in a row: its name only, since the warning after the table says why once
+    for every case it left."""
+    return f"judge {judge.model} {judge.state} (why: the warning after the table)"
+
+
+_IN_A_ROW = re.compile(r" \(\d+ calls in a row could not reach it\)$")
+
+
+def _briefing(cases: Sequence[EvalCaseResult]) -> Callable[[str], str]:
+    """What a row says of a reason: a stopped judge's error, and the same error of the calls
+    that failed before it was stopped, cut to the judge's name (:func:`_stopped_words`)."""
+    stopped: dict[str, StoppedJudge] = {}
+    for case in cases:
+        for reason in case.assay.metric_reasons.values():
+            judge = stopped_judge(reason)
+            if judge is not None and judge.state == "stopped answering":
+                stopped[_IN_A_ROW.sub("", judge.why)] = judge
+
+    def brief(reason: str) -> str:
+        reason = replace_stopped(reason, _stopped_words)
+        for error, judge in stopped.items():
+            reason = reason.replace(error, _stopped_words(judge))
+        return reason
+
+    return brief
 
 
 def status_text(status: EvalStatus) -> str:
@@ -265,8 +295,8 @@ class _Rows:
     """A results table's rows, case by case, laid out by ``layout``, gathering what is said once
     under the table (:class:`_Notes`) and the statuses shown (for the legend)."""
 
-    def __init__(self, table: Table, layout: _Layout) -> None:
-        self.table, self.layout = table, layout
+    def __init__(self, table: Table, layout: _Layout, brief: Callable[[str], str]) -> None:
+        self.table, self.layout, self.brief = table, layout, brief
         self.shared = _Notes()
         self.used: set[EvalStatus] = set()
 
@@ -298,7 +328,7 @@ class _Rows:
         self.add(heading, "", "", status, case_why, last=not lines)
         said = {case_why} if case_why else set()
         for i, row in enumerate(graded):
-            reason = why(case, row)
+            reason = self.brief(why(case, row))
             if reason and reason == case_why:
                 reason = ""  # the case's own reason, written on its row
             elif reason in said:
@@ -388,7 +418,7 @@ def results_table(result: EvalSetResult | SetView, max_cases: int = 0, width: in
     table.add_column("Status", no_wrap=True)
     if layout.wide:
         table.add_column("Why", overflow="fold")
-    rows = _Rows(table, layout)
+    rows = _Rows(table, layout, _briefing(cases))
     for case, title in zip(cases, labels, strict=True):
         rows.case(case, title)
     if not layout.wide and rows.used & set(_SHORT):
