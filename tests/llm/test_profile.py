@@ -3,11 +3,13 @@ profile files that are not profiles."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from assay.errors import ProfileError
 from assay.llm.base import Choice, LlmResponse
@@ -187,3 +189,19 @@ def test_no_bundled_rule_fails_the_documented_examples_recorded_run() -> None:
     # examples/travel/README.md: that --traces run passes every case, so every verdict a
     # bundled rule decides must stay positive.
     assert _decided_otherwise(profile, recorded) == []
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_committed_fit_labels_have_the_hash_the_bundled_profile_names() -> None:
+    profile = bundled_profile()
+    assert profile is not None
+    labels = REPO / profile.labels["path"]
+
+    assert hashlib.sha256(labels.read_bytes()).hexdigest() == profile.labels["sha256"]
+    # the labels each rule was fitted on are all still there, no more and no fewer
+    committed = yaml.safe_load(labels.read_text(encoding="utf-8"))["labels"]
+    for name, rule in profile.criteria.items():
+        count = sum(1 for label in committed if label["criterion"] == name)
+        assert count == rule.fit["before"]["labels"], name
