@@ -77,8 +77,12 @@ def _litellm_module() -> Any:
 
 
 def _retry_after(exc: BaseException) -> float | None:
-    """Seconds from a ``Retry-After`` header (a number or an HTTP date), if the error has one."""
+    """Seconds from a ``Retry-After`` header (a number or an HTTP date), if the error has one.
+
+    LiteLLM keeps the provider's own headers in ``litellm_response_headers``; its ``response``
+    is one it made up, without them."""
     for headers in (
+        getattr(exc, "litellm_response_headers", None),
         getattr(exc, "headers", None),
         getattr(getattr(exc, "response", None), "headers", None),
     ):
