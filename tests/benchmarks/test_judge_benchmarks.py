@@ -199,7 +199,9 @@ def test_agreement_run_reports_what_the_scripted_judge_said(
     assert overall["accuracy_all"] == pytest.approx(0.7)
     assert overall["accuracy_judged"] == pytest.approx(7 / 9)
     assert overall["total_tokens"] > 0 and overall["usage"]["calls"] == 11
-    assert all(row["seconds_per_item"] >= 0 for row in report["criteria"])
+    for row in report["criteria"]:  # the wall time of a criterion, shared out over its items
+        assert row["seconds"] > 0
+        assert row["seconds_per_item"] == pytest.approx(row["seconds"] / row["items"])
 
     out = capsys.readouterr().out
     assert "3 verdicts differ from the human label" in out
@@ -246,10 +248,11 @@ def test_throughput_is_bounded_by_the_ideal_and_counts_every_call(
     report = throughput.run(invocations=12, samples=3, latency_ms=40, concurrency=4, adk=False)
     assert report.ok, report.mismatches
     assert report.calls == report.assay.calls == 36
-    assert report.assay.max_in_flight <= 4
+    assert 2 <= report.assay.max_in_flight <= 4  # calls overlap, within the limit
     assert report.ideal_s == pytest.approx(36 * 0.04 / 4)
-    # no call is faster than the stub's latency, so the wall time cannot beat the ideal
-    assert report.ideal_s * 0.95 <= report.assay.wall_s < report.ideal_s + 3.0
+    # no call is faster than the stub's latency, so the wall time cannot beat the ideal (how
+    # close it comes is measured by the benchmark itself, not here: a slow machine is slower)
+    assert report.ideal_s * 0.95 <= report.assay.wall_s
     assert len(report.assay.scores) == 12
     assert set(report.assay.scores) <= {0.0, 1.0}
 

@@ -305,15 +305,6 @@ def test_each_label_names_its_case_turn_and_rubric(build: ModuleType, built: Pat
     assert max(counts.values()) == 1
 
 
-def _answer_level_hallucination_labels() -> bool:
-    answer_labels: dict[str, tuple[str, ...]] = getattr(labels_module, "ANSWER_LABELS", {})
-    return "grounded" in answer_labels.get("hallucinations_v1", ())
-
-
-@pytest.mark.skipif(
-    not _answer_level_hallucination_labels(),
-    reason="assay.agreement.labels does not take answer-level hallucination labels yet",
-)
 @pytest.mark.parametrize("half", ["fit", "test"])
 def test_the_labels_files_load_with_assay(built: Path, half: str) -> None:
     run = load_labels(built / f"{half}.labels.yaml")

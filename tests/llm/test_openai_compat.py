@@ -314,13 +314,10 @@ def test_the_stub_serves_requests_concurrently() -> None:
             return [r.status_code for r in await asyncio.gather(*calls)]
 
     with JudgeServer(latency_s=0.2) as server:
-        started = time.monotonic()
         statuses = asyncio.run(burst(server.base_url))
-        elapsed = time.monotonic() - started
 
     assert statuses == [200] * 16
     assert server.max_in_flight >= 8  # serialized, it would be 1
-    assert elapsed < 16 * 0.2
 
 
 def test_the_stub_lists_its_model_and_reports_unknown_routes() -> None:
@@ -346,10 +343,11 @@ def test_the_stub_closes_with_a_request_still_hanging() -> None:
                 await http.post("chat/completions", json={"messages": []})
 
     before = set(threading.enumerate())
-    server = JudgeServer(default=Reply.hang(60)).start()
+    server = JudgeServer(default=Reply.hang(3600)).start()
     asyncio.run(abandon(server.base_url))
     started = time.monotonic()
     server.close()
 
-    assert time.monotonic() - started < 2
+    # woken, not waited for: the hang is an hour, and no machine is slow enough to take a minute
+    assert time.monotonic() - started < 60
     assert set(threading.enumerate()) <= before  # every server thread was joined

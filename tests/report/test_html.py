@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+import zipfile
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -178,10 +181,30 @@ def test_empty_results_render() -> None:
     assert "0 of 0 cases" in page
 
 
-def test_templates_ship_inside_the_package() -> None:
-    folder = resources.files("assay.report") / "templates"
-    assert (folder / "report.html.j2").is_file()
-    assert (folder / "report.js").is_file()
+def test_every_template_ships_inside_the_built_wheel(tmp_path: Path) -> None:
+    """The wheel built from this tree (by the project's build backend, offline) holds every file
+    of ``assay/report/templates``: the editable install reads them from the source tree, so
+    only the wheel shows what users get."""
+    root = Path(__file__).resolve().parents[2]
+    build = "import sys, hatchling.build as b; print(b.build_wheel(sys.argv[1]))"
+    built = subprocess.run(
+        [sys.executable, "-c", build, str(tmp_path)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    wheel = tmp_path / built.stdout.strip().splitlines()[-1]
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {
+            name.removeprefix("assay/report/templates/")
+            for name in archive.namelist()
+            if name.startswith("assay/report/templates/")
+        }
+    source = resources.files("assay.report") / "templates"
+    wanted = {entry.name for entry in source.iterdir() if entry.is_file()}
+    assert {"report.html.j2", "report.js", "report.css"} <= wanted
+    assert shipped == wanted
 
 
 def test_each_case_body_is_on_the_line_of_its_case_number() -> None:

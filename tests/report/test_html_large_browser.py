@@ -3,7 +3,6 @@ to a late failing case, finds a case listed by name and opens a case's body."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +15,13 @@ from report._html_cases import case
 from report._lazy import CountedCases, lazy_result, many
 
 browser = _browser.browser
+CASES = 5_000
 
 
 @pytest.fixture(scope="module")
 def large_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """5,000 cases, 500 that did not pass: 300 shown in full (two pages), 200 by name."""
-    cases = CountedCases(many(5_000, 10, case("x", 1, score=0.9)))
+    cases = CountedCases(many(CASES, 10, case("x", 1, score=0.9)))
     page = tmp_path_factory.mktemp("large") / "report.html"
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(html_large, "FULL_CASES", 300)
@@ -44,9 +44,10 @@ def test_a_large_run_loads_with_its_aggregates_and_pages_to_a_late_failing_case(
 ) -> None:
     from selenium.webdriver.common.by import By
 
-    started = time.monotonic()
     browser.get(large_page.as_uri())
-    assert time.monotonic() - started < 10
+    # what keeps it quick to load: fewer elements than cases (not one per case, let alone a body)
+    elements = browser.execute_script("return document.getElementsByTagName('*').length;")
+    assert 500 < elements < CASES
     summary = browser.find_element(By.ID, "summary").text
     assert "4500" in summary and "90.0%" in summary and "tool_trajectory_avg_score" in summary
     assert browser.find_element(By.ID, "page-label").text == "page 1 of 2"
