@@ -302,13 +302,14 @@ def test_a_hanging_agent_leaves_its_case_not_evaluated_and_the_others_go_on(
     stub: JudgeServer,
 ) -> None:
     stub.reply = lambda body: (
-        Reply.hang(30) if body["message"] == "slow" else Reply(body={"final_response": "quick"})
+        Reply.hang(300) if body["message"] == "slow" else Reply(body={"final_response": "quick"})
     )
     started = time.perf_counter()
     slow, quick = _infer(
         _url(stub), _case("slow", "slow"), _case("quick", "fast"), turn_timeout_s=0.3
     )
-    assert time.perf_counter() - started < 5
+    # the hang (300 s) was cut, not waited out: a bound no slow machine comes near
+    assert time.perf_counter() - started < 60
     assert slow.error == "turn 1: the agent did not answer within 0.3 s"
     assert quick.error is None and _final(quick.invocations[0]) == "quick"
 
