@@ -900,3 +900,31 @@ def test_roll_die_reference_with_null_text_scores_zero() -> None:
     scores = [r.score for r in result.per_invocation]
     assert scores[2] == 0.0
     assert scores[:2] == [1.0, 1.0]
+
+
+# --------------------------------------------------------------------------- script boundaries
+
+_SCRIPT_RANGES = (
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0x3040, 0x30FF),  # hiragana, katakana
+    (0xAC00, 0xD7AF),  # Hangul syllables
+    (0x0E00, 0x0EFF),  # Thai, Lao
+    (0x1780, 0x17FF),  # Khmer
+    (0x1000, 0x109F),  # Myanmar
+)
+
+
+@pytest.mark.parametrize(("low", "high"), _SCRIPT_RANGES)
+def test_tokens_at_the_edges_of_each_unspaced_script_match_adk(low: int, high: int) -> None:
+    """Random texts rarely hold the first or last character of a script's block, or the one
+    just outside it: each edge, alone and between letters of the block, tokenizes as ADK's."""
+    from google.adk.evaluation.final_response_match_v1 import _UnicodeAwareTokenizer
+
+    from assay.metrics.rouge import clear_caches, tokenize
+
+    adk = _UnicodeAwareTokenizer(use_stemmer=True)
+    inside = chr(low + 1) + chr(high - 1)
+    for code in (low - 1, low, low + 1, high - 1, high, high + 1):
+        for text in (chr(code), f"{inside}{chr(code)}{inside}", f"ab {chr(code)}{chr(code)} cd"):
+            clear_caches()
+            assert list(tokenize(text)) == adk.tokenize(text), (hex(code), text)

@@ -257,3 +257,17 @@ def test_public_matchers_compare_function_calls() -> None:
     assert not in_order_match([f2, g], [g, f2])
     assert any_order_match([f2, g], [g, f2])
     assert not any_order_match([f1], [f1, f1])
+
+
+def test_public_matchers_compare_arguments_unless_told_to_ignore_them() -> None:
+    f1 = FunctionCall(name="f", args={"x": 1})
+    f2 = FunctionCall(name="f", args={"x": 2})
+    g = FunctionCall(name="g")
+    for match in (exact_match, in_order_match, any_order_match):
+        assert not match([f2], [f1]), match.__name__  # arguments count by default
+        assert match([f2], [f1], ignore_args=True), match.__name__
+        assert not match([g], [f1], ignore_args=True), match.__name__  # names still count
+    assert in_order_match([g, f2, g], [f1, g], ignore_args=True)
+    assert not in_order_match([g, f2, g], [f1, g])
+    assert any_order_match([g, f2], [f1, g], ignore_args=True)
+    assert not any_order_match([g, f2], [f1, g])
