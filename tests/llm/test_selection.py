@@ -249,6 +249,34 @@ def test_the_default_factory_resolves_model_strings_with_the_pool_env(tmp_path: 
     asyncio.run(pool.aclose())
 
 
+def test_the_pool_env_supplies_the_backend_its_key_and_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    env = {"OPENAI_API_KEY": "sk-pool", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    pool = JudgePool(override="openai:judge", env=env)
+    judge = pool.judge_for("m", None)
+    assert isinstance(judge, Judge), judge  # not "OPENAI_API_KEY is not set": the pool's env
+    assert judge.client.backend.cache_identity()["base_url"] == "http://127.0.0.1:9/v1"  # type: ignore[attr-defined]
+    asyncio.run(pool.aclose())
+
+
+def test_a_local_judge_gets_the_long_timeout_and_no_cluster_limit_a_remote_one_the_short() -> None:
+    limit = object()
+    for name, timeout, shared in (
+        ("local", selection.LOCAL_TIMEOUT_S, None),
+        ("openai", selection.REMOTE_TIMEOUT_S, limit),
+    ):
+        pool = JudgePool(override="m", env={}, backend_factory=_Factory(name), limit=limit)  # type: ignore[arg-type]
+        judge = pool.judge_for("metric", None)
+        assert isinstance(judge, Judge)
+        client = judge.client
+        assert client._timeout_s == timeout, name  # type: ignore[attr-defined]
+        assert client._retry.deadline_s >= timeout, name  # type: ignore[attr-defined]
+        assert client._limit is shared, name  # type: ignore[attr-defined]
+
+
 def test_a_gemini_judge_without_credentials_is_not_evaluated_with_the_fix_in_the_reason() -> None:
     pool = JudgePool(env={"ASSAY_JUDGE_MODEL": "gemini-2.5-flash"})
     reason = pool.judge_for("final_response_match_v2", _criterion())
