@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any, TypeVar
 
 EXAMPLE_DIR = Path(__file__).resolve().parent.parent / "examples" / "travel"
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+_Result = TypeVar("_Result")
 
 
 def load_script(name: str, path: Path) -> ModuleType:
@@ -68,3 +70,15 @@ class CliRun:
 
 RunCli = Callable[..., CliRun]
 """The ``run_cli`` fixture: run ``assay ARGS...`` in this process."""
+
+
+def run_metric(coro: Coroutine[Any, Any, _Result]) -> _Result:
+    """A deterministic metric's ``evaluate`` run to its result without an event loop (such a
+    metric never suspends; one that does fails the test)."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        result: _Result = stop.value
+        return result
+    coro.close()
+    raise AssertionError("a deterministic metric awaited something")

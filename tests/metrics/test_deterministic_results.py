@@ -4,23 +4,12 @@ that cannot be scored. The results file and reports are built from these fields.
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
-from typing import Any
-
 import pytest
+from _support import run_metric
 
 from assay.config import BaseCriterion, ToolTrajectoryCriterion
 from assay.evalset import EvalCase, Invocation
-from assay.metrics import EvalStatus, MetricResult, ResponseMatchMetric, ToolTrajectoryMetric
-
-
-def _run(coro: Coroutine[Any, Any, MetricResult]) -> MetricResult:
-    try:
-        coro.send(None)
-    except StopIteration as stop:
-        result: MetricResult = stop.value
-        return result
-    raise AssertionError("the metric awaited something")
+from assay.metrics import EvalStatus, ResponseMatchMetric, ToolTrajectoryMetric
 
 
 def _invocation(index: int, text: str) -> Invocation:
@@ -57,7 +46,7 @@ def test_a_scored_result_names_its_metric_and_pairs_each_invocation(
     expected = [_invocation(1, "sunny in Paris"), _invocation(2, "rain in Oslo")]
     actual = [_invocation(1, "sunny in Paris"), _invocation(2, "rain in Oslo")]
 
-    result = _run(metric.evaluate(actual, expected, _case(expected)))
+    result = run_metric(metric.evaluate(actual, expected, _case(expected)))
 
     assert result.metric_name == name
     assert result.criterion is criterion
@@ -74,7 +63,7 @@ def test_a_result_that_cannot_be_scored_still_names_its_metric_criterion_and_tur
     expected = [_invocation(1, "sunny in Paris")]
     actual = [_invocation(1, "sunny in Paris"), _invocation(2, "and more")]
 
-    result = _run(metric.evaluate(actual, expected, _case(expected)))
+    result = run_metric(metric.evaluate(actual, expected, _case(expected)))
 
     assert result.metric_name == name
     assert result.criterion is criterion

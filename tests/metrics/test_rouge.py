@@ -6,25 +6,16 @@ same behaviours (and many more texts) against ADK itself.
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
 from typing import Any
 
 import pytest
+from _support import run_metric as _run
 from rouge_score import rouge_scorer
 
 from assay.config import BaseCriterion
 from assay.evalset import EvalCase, Invocation
 from assay.metrics import EvalStatus, MetricResult, ResponseMatchMetric, rouge1_fmeasure
 from assay.metrics.rouge import clear_caches, tokenize
-
-
-def _run(coro: Coroutine[Any, Any, MetricResult]) -> MetricResult:
-    try:
-        coro.send(None)
-    except StopIteration as stop:
-        result: MetricResult = stop.value
-        return result
-    raise AssertionError("the metric awaited something")
 
 
 def _invocation(final_response: Any) -> Invocation:

@@ -7,16 +7,15 @@ same behaviours (and many more cases) against ADK itself.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Coroutine
 from typing import Any
 
 import pytest
+from _support import run_metric as _run
 
 from assay.config import MatchType, ToolTrajectoryCriterion
 from assay.evalset import EvalCase, FunctionCall, Invocation
 from assay.metrics import (
     EvalStatus,
-    MetricResult,
     ToolTrajectoryMetric,
     any_order_match,
     exact_match,
@@ -24,15 +23,6 @@ from assay.metrics import (
 )
 
 _MISSING = object()
-
-
-def _run(coro: Coroutine[Any, Any, MetricResult]) -> MetricResult:
-    try:
-        coro.send(None)
-    except StopIteration as stop:
-        result: MetricResult = stop.value
-        return result
-    raise AssertionError("the metric awaited something")
 
 
 def _call(name: str, args: Any = _MISSING, **extra: Any) -> dict[str, Any]:
