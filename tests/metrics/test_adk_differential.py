@@ -18,11 +18,12 @@ import json
 import math
 import random
 import unicodedata
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _support import run_metric as _run
 from google.adk.evaluation.eval_case import Invocation as AdkInvocation
 from google.adk.evaluation.eval_metrics import BaseCriterion as AdkBaseCriterion
 from google.adk.evaluation.eval_metrics import EvalMetric as AdkEvalMetric
@@ -621,17 +622,6 @@ def _threshold(rng: random.Random, invocations: int) -> float:
     if roll < 0.8:  # exactly at a reachable mean, to test >= against ==
         return rng.randint(0, invocations) / invocations
     return rng.random()
-
-
-def _run(coro: Coroutine[Any, Any, MetricResult]) -> MetricResult:
-    """Run a metric's ``evaluate``; these metrics never suspend, so no event loop is needed."""
-    try:
-        coro.send(None)
-    except StopIteration as stop:
-        result: MetricResult = stop.value
-        return result
-    coro.close()
-    raise AssertionError("a deterministic metric awaited something")
 
 
 def _mismatch(ours: MetricResult, adk: AdkEvaluationResult) -> str | None:
