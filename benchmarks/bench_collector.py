@@ -6,7 +6,7 @@ Writes ``bench_history``'s inputs (an eval set of ``--cases`` cases of 1-5 invoc
 traces file of their actual invocations), loads them as ``assay eval`` does, and times whole
 runs of ``evaluate`` over them with the two deterministic criteria, alternating:
 
-* as assay runs them: each finished case freezes what is alive (``assay._collector``),
+* as assay runs them: each finished case freezes what is alive (``assay._internal.collector``),
   so the garbage collector's later passes look only at the cases being scored, and
 * with the collector left as Python has it (the freezing replaced by nothing), which is how
   every run went before.
@@ -27,7 +27,7 @@ Measured (2 shared cores; Python 3.11; 10,000 cases, 29,996 invocations, seed 0;
 The collector's 5.3 s in a run left alone is the whole difference: its full collections walk
 the loaded inputs and the results kept so far again and again. The ``assay`` command also loads
 its inputs with the collector paused and keeps them frozen for the command (see
-``assay._collector``); with that and a shorter console output, ``assay eval --traces`` on
+``assay._internal.collector``); with that and a shorter console output, ``assay eval --traces`` on
 the same 10,000 cases went from 74-106 s to 17-23 s (docs/design.md).
 """
 
@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_history
 
-from assay._async import run_sync
+from assay._internal.aio import run_sync
 from assay.config import EvalConfig
 from assay.evalset.io import load_eval_set
 from assay.results.traces import Traces, load_traces

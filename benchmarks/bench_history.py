@@ -71,7 +71,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_deterministic
 
-from assay._async import run_sync
+from assay._internal.aio import run_sync
 from assay.cli.recording import Recording, run_spec, start_recording
 from assay.config import EvalConfig
 from assay.evalset.io import load_eval_set

@@ -95,7 +95,7 @@ class UserSimulatorError(AssayError):
     instructions that cannot be rendered, a scenario without an LLM to play the user.
 
     Here, not in :mod:`assay.simulation`, because the simulator's settings are checked where the
-    config is read (:mod:`assay.simulator_config`), below the simulators."""
+    config is read (:mod:`assay.config.simulator`), below the simulators."""
 
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")

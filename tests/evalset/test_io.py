@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assay._files import parse_yaml
+from assay._internal.files import parse_yaml
 from assay.errors import EvalSetError
 from assay.evalset import (
     Content,

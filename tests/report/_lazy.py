@@ -7,8 +7,8 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
+from assay._internal.spill import SpilledSequence, shared_spill
 from assay.results.model import EvalCaseResult, EvalSetResult, SetNotes
-from assay.spill import SpilledSequence, shared_spill
 
 
 class CountedCases(Sequence[EvalCaseResult]):

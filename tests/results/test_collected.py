@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from _support import Example
 
+from assay._internal.spill import Spill
 from assay.evalset.io import load_eval_set
 from assay.metrics.base import EvalStatus
 from assay.report.console import SetView
@@ -14,7 +15,6 @@ from assay.results.collected import CaseResults, head_of, heads, keep_cases, tex
 from assay.results.model import EvalCaseResult, EvalSetResult, summarize
 from assay.results.traces import load_traces
 from assay.runner.evaluate import EvalSetJob, evaluate_sync
-from assay.spill import Spill
 
 
 @pytest.fixture

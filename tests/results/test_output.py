@@ -11,7 +11,7 @@ import pytest
 from _support import Example
 
 from assay import EvalSetJob, evaluate_sync, load_config, load_eval_set, load_traces
-from assay._files import write_atomically
+from assay._internal.files import write_atomically
 from assay.results.model import EvalSetResult
 from assay.results.output import result_chunks
 

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from assay.config.simulator import AudioUserSimulatorConfig
 from assay.evalset.case import EvalCase
 from assay.evalset.content import Content, Part
 from assay.simulation import (
@@ -16,7 +17,6 @@ from assay.simulation import (
     UserSimulatorError,
     simulator_for,
 )
-from assay.simulator_config import AudioUserSimulatorConfig
 
 from ._helpers import AGENT, START, scenario, scripted, turn
 

@@ -55,7 +55,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
-from assay._files import load_data
+from assay._internal.files import load_data
 from assay.agreement.stats import FEW
 from assay.config import EvalConfig, RubricsBasedCriterion
 from assay.errors import (

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from assay._files import write_atomically
+from assay._internal.files import write_atomically
 from assay._version import __version__
 from assay.agreement.agree import AgreeReport, Compared
 from assay.agreement.cards import JudgeCard

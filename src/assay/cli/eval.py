@@ -18,8 +18,8 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from assay._collector import collections_paused
-from assay._files import write_atomically
+from assay._internal.collector import collections_paused
+from assay._internal.files import write_atomically
 from assay.agents.spec import resolve_agent
 from assay.cli.diagnoses import check_sources, warn_of_missing_traces
 from assay.cli.history import max_cases_option
@@ -69,7 +69,10 @@ def _load_inputs(
     problems = []
     jobs: list[EvalSetJob] = []
     traces = Traces()
-    with collections_paused(), catch_warnings():  # millions of objects, no garbage: _collector.py
+    with (
+        collections_paused(),
+        catch_warnings(),
+    ):  # millions of objects, no garbage: assay._internal.collector
         simplefilter("ignore", ConfigWarning)  # a config's warnings are printed with its jobs
         try:
             jobs = jobs_for(eval_sets, config_path or None)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from assay._async import run_sync
+from assay._internal.aio import run_sync
 from assay.agreement.agree import agree
 from assay.agreement.cards import cards_from, judge_models, list_cards, record_cards
 from assay.agreement.labels import load_labels

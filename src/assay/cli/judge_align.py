@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from assay._async import run_sync
+from assay._internal.aio import run_sync
 from assay.agreement.agree import agree
 from assay.agreement.align import (
     EXEMPLAR_CRITERIA,

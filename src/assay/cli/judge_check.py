@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.markup import escape
 
-from assay._async import run_sync
+from assay._internal.aio import run_sync
 from assay.agreement.labels import LabelledRun
 from assay.config import BaseCriterion, EvalConfig
 from assay.llm.client import stopped_judge

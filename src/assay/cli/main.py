@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from assay._collector import results_kept_frozen
+from assay._internal.collector import results_kept_frozen
 from assay.cli.lazy import LazyCommand, LazyGroup
 from assay.cli.output import EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, make_console
 
@@ -132,7 +132,9 @@ def _report_error(exc: Exception) -> int:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the CLI, turning assay's errors into messages and exit codes."""
     try:
-        with results_kept_frozen():  # the command's inputs and results: see _collector.py
+        with (
+            results_kept_frozen()
+        ):  # the command's inputs and results: see assay._internal.collector
             cli.main(
                 args=list(argv) if argv is not None else None,
                 prog_name="assay",

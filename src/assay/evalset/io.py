@@ -12,10 +12,10 @@ the legacy lists ignore unknown keys as ADK does, and report each in
 :attr:`LoadedEvalSet.warnings`.
 
 A JSONL or ``.evalset.json``/``.json`` EvalSet file larger than ``ASSAY_STREAM_MB``
-(:func:`~assay.evalset.stream.should_stream`) is *streamed*: checked in full as it is read, with
+(:func:`~assay._internal.json_stream.should_stream`) is *streamed*: checked in full as it is read, with
 the same problems as the eager reader reports, each case's JSON put into the process's spill file
 and parsed again only when used (:attr:`LoadedEvalSet.streamed`; ``eval_cases`` is then a
-read-only :class:`~assay.spill.SpilledSequence`). The legacy lists and YAML are always read
+read-only :class:`~assay._internal.spill.SpilledSequence`). The legacy lists and YAML are always read
 whole: they are small in practice.
 """
 
@@ -36,8 +36,19 @@ from pydantic import (
     field_serializer,
 )
 
-from assay._file_kinds import wrong_kind
-from assay._files import dump_yaml, load_data, parse_json, read_text, type_name
+from assay._internal.file_kinds import wrong_kind
+from assay._internal.files import dump_yaml, load_data, parse_json, read_text, type_name
+from assay._internal.json_stream import (
+    EXACT_LIMIT,
+    JsonError,
+    NotStreamable,
+    items,
+    open_json,
+    scan,
+    should_stream,
+    syntax_problem,
+)
+from assay._internal.spill import Spill, SpilledSequence, shared_spill
 from assay.errors import (
     EvalSetError,
     Problem,
@@ -48,17 +59,6 @@ from assay.errors import (
 )
 from assay.evalset import legacy
 from assay.evalset.case import EvalCase, EvalSet
-from assay.evalset.stream import (
-    EXACT_LIMIT,
-    JsonError,
-    NotStreamable,
-    items,
-    open_json,
-    scan,
-    should_stream,
-    syntax_problem,
-)
-from assay.spill import Spill, SpilledSequence, shared_spill
 
 _T = TypeVar("_T")
 
@@ -98,7 +98,7 @@ class LoadedEvalSet:
 
 class StreamedEvalSet(EvalSet):
     """An :class:`EvalSet` whose cases are in the spill file (``eval_cases`` is a
-    :class:`~assay.spill.SpilledSequence`): dumped with its cases as a list, and equal to an
+    :class:`~assay._internal.spill.SpilledSequence`): dumped with its cases as a list, and equal to an
     ``EvalSet`` with equal fields."""
 
     _app_name: str | None = PrivateAttr(default=None)

@@ -14,15 +14,15 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
-from assay._collector import collections_paused
-from assay.errors import InputError, Problem, problems_from_validation
-from assay.evalset.stream import (
+from assay._internal.collector import collections_paused
+from assay._internal.json_stream import (
     EXACT_LIMIT,
     JsonError,
     NotStreamable,
     should_stream,
     syntax_problem,
 )
+from assay.errors import InputError, Problem, problems_from_validation
 from assay.results.model import EvalSetResult
 from assay.results.results_stream import read_results_streamed
 
@@ -43,7 +43,9 @@ def read_results_file(path: Path) -> list[EvalSetResult]:
                 raise InputError([syntax_problem(path, exc)]) from None
             # else read whole, for the very error a small file gives
     try:
-        with collections_paused():  # millions of objects and no garbage: see assay._collector
+        with (
+            collections_paused()
+        ):  # millions of objects and no garbage: see assay._internal.collector
             data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InputError([Problem(str(path), "", exc.strerror or str(exc))]) from None
@@ -80,7 +82,10 @@ def results_for(source: str, history: Path | None = None) -> list[EvalSetResult]
             [Problem(source, "", f"no such results file, and no run history at {store_path}")]
         )
     try:
-        with HistoryStore(store_path) as store, collections_paused():  # see assay._collector
+        with (
+            HistoryStore(store_path) as store,
+            collections_paused(),
+        ):  # see assay._internal.collector
             return store.results(source)
     except HistoryError as exc:
         raise InputError([Problem(source, "", f"no such results file; {exc}")]) from None

@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from assay._files import load_data
+from assay._internal.files import load_data
 from assay.errors import ProfileError, problems_from_validation
 from assay.llm.base import Choice, LlmResponse
 from assay.llm.choices import rewrite

@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from assay._files import write_atomically
+from assay._internal.files import write_atomically
 from assay._version import __version__
 from assay.report import html_large
 from assay.report.case_json import case_body, json_for_script

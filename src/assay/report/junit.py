@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from assay._files import write_atomically
+from assay._internal.files import write_atomically
 from assay.metrics.base import EvalStatus
 from assay.report.judge_agreement import judged_metrics
 from assay.report.numbers import score_text

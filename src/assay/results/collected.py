@@ -2,7 +2,7 @@
 
 A run of a few thousand cases keeps its results as models (reports read them many times, and
 that is cheap). Past ``ASSAY_KEEP_CASES`` results (default 2,000) a set's results are moved to
-the process's spill file (:mod:`assay.spill`) and every later one is written there as it
+the process's spill file (:mod:`assay._internal.spill`) and every later one is written there as it
 finishes, so memory stops growing with the eval set. Each spilled result is stored twice:
 
 * its JSON as the results file writes it (``exclude_none``), compressed by zlib at level 1 (a
@@ -29,10 +29,10 @@ from typing import overload
 
 import pydantic_core
 
+from assay._internal.spill import Spill, SpilledSequence, shared_spill
 from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
 from assay.results.model import SIMULATOR, EvalCaseResult, RunSummary
-from assay.spill import Spill, SpilledSequence, shared_spill
 
 KEEP_CASES = 2000
 """Case results of one set held as models before they are spilled (``ASSAY_KEEP_CASES``)."""

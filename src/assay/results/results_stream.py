@@ -2,7 +2,7 @@
 at a time, for ``assay report``, ``show`` and ``compare``.
 
 A 50,000-case results file is 1.4 GB of JSON, and read whole it was 16 GB of Python objects. A
-file larger than ``ASSAY_STREAM_MB`` (:func:`~assay.evalset.stream.should_stream`) is read in two
+file larger than ``ASSAY_STREAM_MB`` (:func:`~assay._internal.json_stream.should_stream`) is read in two
 passes with ijson: the first checks the whole file's syntax and takes each set's fields but its
 case results (counting those); the second checks each case result in turn, with the JSON path
 the eager reader gives, and hands it to a :class:`~assay.results.collected.CaseResults`, which
@@ -10,7 +10,7 @@ spills past a few thousand. What is held is the sets' own fields and the results
 
 The shapes the eager reader alone reads (ADK's double-encoded string, a key given twice, both
 spellings of ``eval_case_results``, case results that are no list) raise
-:class:`~assay.evalset.stream.NotStreamable`; the eager reader then reports them as it always did.
+:class:`~assay._internal.json_stream.NotStreamable`; the eager reader then reports them as it always did.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from assay._internal.json_stream import Fields, Member, NotStreamable, items, open_json, scan
 from assay.errors import InputError, Problem, problems_from_validation
-from assay.evalset.stream import Fields, Member, NotStreamable, items, open_json, scan
 from assay.results.collected import CaseResults
 from assay.results.model import EvalCaseResult, EvalSetResult
 
@@ -44,7 +44,7 @@ def read_results_streamed(path: Path) -> list[EvalSetResult]:
     """The eval-set results in ``path``, their case results read one at a time; an
     :class:`~assay.errors.InputError` with every problem (each naming the file and JSON path),
     :class:`NotStreamable` for a shape the eager reader reads, or
-    :data:`~assay.evalset.stream.JsonError` for malformed JSON."""
+    :data:`~assay._internal.json_stream.JsonError` for malformed JSON."""
     file = str(path)
     top = scan(path, note=lambda key: True, keep=_kept, elements=True)
     if top.kind == "start_map":

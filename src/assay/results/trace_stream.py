@@ -1,4 +1,4 @@
-"""Reading a large traces file a case at a time (see :mod:`assay.evalset.stream`).
+"""Reading a large traces file a case at a time (see :mod:`assay._internal.json_stream`).
 
 Each case's actual invocations are checked as they are read, with the problems the eager reader
 (:mod:`assay.results.traces`) reports, and their JSON put into the process's spill file under
@@ -14,7 +14,7 @@ eval_id), the run as index. What is kept in memory is which runs of which case w
   cases in turn.
 
 Shapes the eager reader alone reads (a key given twice, a set spelling ``eval_case_results`` in
-both cases...) raise :class:`~assay.evalset.stream.NotStreamable`.
+both cases...) raise :class:`~assay._internal.json_stream.NotStreamable`.
 """
 
 from __future__ import annotations
@@ -27,10 +27,8 @@ from typing import Any
 import pydantic_core
 from pydantic import TypeAdapter, ValidationError
 
-from assay._files import type_name
-from assay.errors import Problem, TracesError, format_path, problems_from_validation, short_value
-from assay.evalset.invocation import Invocation
-from assay.evalset.stream import (
+from assay._internal.files import type_name
+from assay._internal.json_stream import (
     EXACT_LIMIT,
     TYPE_NAMES,
     Fields,
@@ -44,7 +42,9 @@ from assay.evalset.stream import (
     open_json,
     scan,
 )
-from assay.spill import Spill, key_under, shared_spill
+from assay._internal.spill import Spill, key_under, shared_spill
+from assay.errors import Problem, TracesError, format_path, problems_from_validation, short_value
+from assay.evalset.invocation import Invocation
 
 RUN_KEY = re.compile(r"^(?P<eval_id>.+)#run(?P<run>[0-9]+)$")
 """``<eval_id>#run<N>``: the key ``--save-traces`` writes run N (N ≥ 2) of a case under."""
@@ -201,7 +201,7 @@ class _Writer:
 
 def load_streamed(path: Path) -> Spilled:
     """Read a traces file into the spill file, or raise TracesError with every problem (or
-    :class:`NotStreamable`, or :data:`~assay.evalset.stream.JsonError` for malformed JSON)."""
+    :class:`NotStreamable`, or :data:`~assay._internal.json_stream.JsonError` for malformed JSON)."""
     file = str(path)
     if _first_key(path) not in _RESULT_KEYS | {None}:  # a mapping, surely: one pass
         writer = _Writer(file)

@@ -22,17 +22,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay._file_kinds import not_traces, wrong_kind
-from assay._files import load_data, parse_json, type_name
-from assay.errors import Problem, TracesError, format_path, short_value
-from assay.evalset.invocation import Invocation
-from assay.evalset.stream import (
+from assay._internal.file_kinds import not_traces, wrong_kind
+from assay._internal.files import load_data, parse_json, type_name
+from assay._internal.json_stream import (
     EXACT_LIMIT,
     JsonError,
     NotStreamable,
     should_stream,
     syntax_problem,
 )
+from assay._internal.spill import shared_spill
+from assay.errors import Problem, TracesError, format_path, short_value
+from assay.evalset.invocation import Invocation
 from assay.results.trace_stream import (
     KIND,
     RUN_KEY,
@@ -45,7 +46,6 @@ from assay.results.trace_stream import (
     spill_key,
     validate_invocations,
 )
-from assay.spill import shared_spill
 
 __all__ = ["RUN_KEY", "CaseKey", "Traces", "load_traces"]
 

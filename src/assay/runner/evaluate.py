@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from assay._async import sync_of
-from assay._collector import results_kept_frozen
+from assay._internal.aio import sync_of
+from assay._internal.collector import results_kept_frozen
 from assay._version import __version__
 from assay.config import (
     CRITERION_TYPES,

@@ -1,5 +1,6 @@
 """User simulators: who plays the user's side of a conversation during inference."""
 
+from assay.config.simulator import UserSimulatorConfig
 from assay.errors import UserSimulatorError
 from assay.simulation.base import (
     DEFAULT_STOP_SIGNAL,
@@ -12,7 +13,6 @@ from assay.simulation.history import render_history
 from assay.simulation.llm_backed import LlmBackedUserSimulator
 from assay.simulation.personas import BUILTIN_PERSONAS, resolve_persona
 from assay.simulation.static import StaticUserSimulator
-from assay.simulator_config import UserSimulatorConfig
 
 __all__ = [
     "BUILTIN_PERSONAS",

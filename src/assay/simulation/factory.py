@@ -6,13 +6,13 @@ with a ``conversation_scenario`` gets the LLM-backed simulator.
 
 from __future__ import annotations
 
+from assay.config.simulator import UserSimulatorConfig
 from assay.errors import UserSimulatorError
 from assay.evalset.case import EvalCase
 from assay.llm.judge import LlmCaller
 from assay.simulation.base import UserSimulator
 from assay.simulation.llm_backed import LlmBackedUserSimulator
 from assay.simulation.static import StaticUserSimulator
-from assay.simulator_config import UserSimulatorConfig
 
 
 def simulator_for(

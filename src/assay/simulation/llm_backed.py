@@ -32,6 +32,14 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
+from assay.config.simulator import UserSimulatorConfig
+from assay.config.simulator_templates import (
+    PERSONA_PLACEHOLDER,
+    REQUIRED_PLACEHOLDERS,
+    missing_placeholders,
+    placeholders,
+    render,
+)
 from assay.errors import UserSimulatorError
 from assay.evalset.case import ConversationScenario, UserPersona
 from assay.evalset.content import Content, Part
@@ -42,14 +50,6 @@ from assay.simulation.base import NextUserMessage, SimulatorStatus
 from assay.simulation.history import render_history
 from assay.simulation.personas import persona_texts, persona_view, resolve_persona
 from assay.simulation.prompts import SYSTEM_TEMPLATE, USER_TEMPLATE
-from assay.simulator_config import UserSimulatorConfig
-from assay.simulator_templates import (
-    PERSONA_PLACEHOLDER,
-    REQUIRED_PLACEHOLDERS,
-    missing_placeholders,
-    placeholders,
-    render,
-)
 
 
 def _check_persona(persona: UserPersona) -> None:

@@ -48,7 +48,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from assay._files import load_data
+from assay._internal.files import load_data
 from assay.agents.base import AgentFactory
 from assay.agents.python import AgentLoadError, load_python_target
 from assay.agents.spec import (

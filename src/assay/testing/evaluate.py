@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from assay._async import sync_of
+from assay._internal.aio import sync_of
 from assay.agents.base import AgentFactory, CaseContext
 from assay.agents.spec import AgentLike, agent_factory
 from assay.errors import EvalSetError, Problem

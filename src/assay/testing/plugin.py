@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from assay._async import run_sync
+from assay._internal.aio import run_sync
 from assay.agents.base import AgentFactory
 from assay.agents.spec import agent_factory
 from assay.errors import AssayError, InputError, Problem

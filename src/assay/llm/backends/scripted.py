@@ -24,7 +24,7 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from assay._files import load_data
+from assay._internal.files import load_data
 from assay.errors import InputError
 from assay.llm.base import (
     LlmCallError,

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from _support import Example
 
-from assay._collector import collections_paused, results_kept_frozen
+from assay._internal.collector import collections_paused, results_kept_frozen
 from assay.config import load_config
 from assay.evalset.io import load_eval_set
 from assay.results.model import EvalCaseResult

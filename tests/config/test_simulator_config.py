@@ -16,9 +16,9 @@ from google.adk.evaluation.simulation.llm_backed_user_simulator import (
 from pydantic import ValidationError
 
 from assay.config import EvalConfig, check_config, parse_config
+from assay.config.simulator import AudioUserSimulatorConfig
 from assay.errors import ConfigError
 from assay.simulation import UserSimulatorConfig
-from assay.simulator_config import AudioUserSimulatorConfig
 
 VALID_TEMPLATE = "{{ stop_signal }} {{ conversation_plan }} {{ conversation_history }}"
 

@@ -11,7 +11,7 @@ the template uses but nobody supplies renders as nothing. ADK's ``render_string_
 persona's text, which may itself hold ``{{ stop_signal }}``) is available under the same name.
 
 jinja2 is imported only when a template is checked or rendered. The checks run as the config is
-read (:mod:`assay.simulator_config`), so this module lives below the config, not in
+read (:mod:`assay.config.simulator`), so this module lives below the config, not in
 :mod:`assay.simulation`.
 """
 

@@ -28,7 +28,7 @@ from google.adk.evaluation.simulation.per_turn_user_simulator_quality_v1 import 
 )
 from google.adk.evaluation.trajectory_evaluator import TrajectoryEvaluator
 
-import assay.config as config_module
+import assay.config.eval_config as eval_config_module
 from assay.config import (
     CRITERION_TYPES,
     GENERATE_CONTENT_CONFIG_KEYS,
@@ -49,7 +49,7 @@ from assay.config import (
 )
 from assay.errors import ConfigError, ConfigWarning
 
-EXAMPLE_CONFIG = Path(__file__).resolve().parent.parent / "examples" / "travel" / "test_config.json"
+EXAMPLE_CONFIG = Path(__file__).resolve().parents[2] / "examples" / "travel" / "test_config.json"
 
 # The criterion model each ADK 2.13.0 evaluator validates its criterion with. ResponseEvaluator
 # (response_evaluation_score) and SafetyEvaluatorV1 (safety_v1) keep the Evaluator default;
@@ -460,7 +460,7 @@ def test_warnings_are_emitted_by_parse_and_load_config_not_by_check_and_read_con
     assert [str(w.message) for w in caught] == [expected]
     assert [str(w) for w in loaded.warnings] == [str(w) for w in read.warnings] == [expected]
     assert loaded.warnings == read.warnings == checked.warnings
-    assert caught[0].filename != config_module.__file__  # points at the caller
+    assert caught[0].filename != eval_config_module.__file__  # points at the caller
 
 
 def test_evalconfig_model_validate_keeps_the_warnings_without_emitting_them() -> None:

@@ -2,7 +2,7 @@
 
 An eval set or traces file larger than ``ASSAY_STREAM_MB`` megabytes (:func:`should_stream`;
 16 by default, ``0`` streams every file) is read with ijson: checked in full as it is read, each
-case's JSON put into the process's spill file (:mod:`assay.spill`) and parsed again only when the
+case's JSON put into the process's spill file (:mod:`assay._internal.spill`) and parsed again only when the
 case is scored. This module holds what the eval-set and traces readers share: the threshold, the
 JSON event stream, a first pass that describes the top of a document without building its big
 values (:func:`scan`), and a position for a syntax error ijson finds (:func:`syntax_problem`).
@@ -238,7 +238,7 @@ TYPE_NAMES = {
     "boolean": "a boolean",
     "null": "null",
 }
-""":func:`assay._files.type_name` of a value, by the event it starts with."""
+""":func:`assay._internal.files.type_name` of a value, by the event it starts with."""
 
 
 def syntax_problem(path: Path, error: Exception) -> Problem:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from assay.spill import Spill, remove_orphans
+from assay._internal.spill import Spill, remove_orphans
 
 
 def test_items_are_kept_by_kind_key_and_index_and_read_back_in_order(tmp_path: Path) -> None:
@@ -29,7 +29,7 @@ def test_a_spill_file_whose_process_was_killed_is_removed_by_the_next_one(tmp_pa
     script = (
         "import os, sys\n"
         "from pathlib import Path\n"
-        "from assay.spill import Spill\n"
+        "from assay._internal.spill import Spill\n"
         "spill = Spill(Path(sys.argv[1]))\n"
         "print(spill.path, flush=True)\n"
         "os.kill(os.getpid(), 9)\n"

@@ -35,8 +35,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from assay._files import load_data, type_name
-from assay.criteria import (
+from assay._internal.files import load_data, type_name
+from assay.config.criteria import (
     CRITERION_TYPES,
     DEFAULT_CRITERIA,
     DEFAULT_JUDGE_MODEL,
@@ -50,6 +50,7 @@ from assay.criteria import (
     RubricsBasedCriterion,
     ToolTrajectoryCriterion,
 )
+from assay.config.simulator import AudioUserSimulatorConfig, UserSimulatorConfig
 from assay.errors import (
     ConfigError,
     ConfigWarning,
@@ -60,7 +61,6 @@ from assay.errors import (
     problems_from_validation,
 )
 from assay.evalset._base import AssayModel
-from assay.simulator_config import AudioUserSimulatorConfig, UserSimulatorConfig
 
 __all__ = [
     "CRITERION_TYPES",

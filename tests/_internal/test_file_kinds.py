@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from _support import EXAMPLE_DIR
 
-from assay._file_kinds import kind_of, wrong_kind
+from assay._internal.file_kinds import kind_of, wrong_kind
 
 
 def example(name: str) -> Any:

@@ -21,9 +21,9 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, field_validator
 
+from assay.config.simulator_templates import REQUIRED_PLACEHOLDERS, missing_placeholders
 from assay.errors import short_value
 from assay.evalset._base import AssayModel
-from assay.simulator_templates import REQUIRED_PLACEHOLDERS, missing_placeholders
 
 DEFAULT_SIMULATOR_MODEL = "gemini-2.5-flash"
 DEFAULT_AUDIO_MODEL = "cloud_tts"

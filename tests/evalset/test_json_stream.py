@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from assay._internal.json_stream import should_stream, stream_threshold_mb
 from assay.errors import EvalSetError, Problem
 from assay.evalset import EvalCase, load_eval_set, write_eval_set
 from assay.evalset import io as evalset_io
 from assay.evalset.io import LoadedEvalSet
-from assay.evalset.stream import should_stream, stream_threshold_mb
 
 from ._helpers import FIXTURES, RICH, case, eval_set, invocation
 

@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from assay._async import run_sync, sync_of
+from assay._internal.aio import run_sync, sync_of
 
 
 class _Counted:
