@@ -9,11 +9,12 @@ import pytest
 from _support import RunCli
 
 from assay.compare import compare_runs
-from assay.compare.diff import CaseDigest, CaseKey, index_cases
+from assay.compare.diff import CaseDigest, index_cases
 from assay.history.records import case_row
 from assay.history.store import HistoryStore
 from assay.history.stored import StoredCases
 from assay.metrics.base import EvalStatus
+from assay.results.keys import CaseKey
 from assay.results.model import EvalCaseResult, EvalSetResult, SetNotes
 from compare._results import case, eval_set, scored
 

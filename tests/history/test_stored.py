@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 from _support import RunCli
 
+from assay import compare
 from assay.history.records import case_row
 from assay.history.store import HistoryStore
 from assay.history.stored import DoneCases, StoredCases
 from assay.metrics.base import EvalStatus
+from assay.results.keys import CaseKey
 from assay.results.model import CaseNotes, EvalCaseResult, EvalSetResult, SetNotes
 
 CONFIG = {"sets": [{"path": "a.evalset.json", "eval_set_id": "s"}], "judge_model": None}
@@ -89,6 +91,18 @@ def test_done_cases_look_each_case_up_in_the_history(store: HistoryStore) -> Non
     assert len(done) == 3 and ("s", "three", 1) not in done
     assert list(done) == [("s", "one", 1), ("s", "two", 1), ("s", "two", 2)]
     assert len(store.done_cases(run)) == 4
+
+
+def test_the_history_keys_case_results_by_the_one_case_key_the_comparison_uses(
+    store: HistoryStore,
+) -> None:
+    run = store.start_run(["a.evalset.json"], CONFIG)
+    record(store, run, [case("one"), case("one", run=2)])
+    for keys in (list(store.done_cases(run)), list(store.case_results(run))):
+        assert keys == [CaseKey("s", "one", 1), CaseKey("s", "one", 2)]
+        assert all(isinstance(key, CaseKey) for key in keys)
+        assert [key.label for key in keys] == ["s / one", "s / one (run 2)"]
+    assert compare.CaseKey is CaseKey
 
 
 def test_done_cases_iterate_past_a_batch_in_stored_order(store: HistoryStore) -> None:

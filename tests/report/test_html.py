@@ -183,8 +183,9 @@ def test_empty_results_render() -> None:
 
 def test_every_template_ships_inside_the_built_wheel(tmp_path: Path) -> None:
     """The wheel built from this tree (by the project's build backend, offline) holds every file
-    of ``assay/report/templates``: the editable install reads them from the source tree, so
-    only the wheel shows what users get."""
+    of each page's ``templates`` (the report's, with the shell every page extends, the
+    comparison's and the judge agreement's): the editable install reads them from the source
+    tree, so only the wheel shows what users get."""
     root = Path(__file__).resolve().parents[2]
     build = "import sys, hatchling.build as b; print(b.build_wheel(sys.argv[1]))"
     built = subprocess.run(
@@ -196,15 +197,19 @@ def test_every_template_ships_inside_the_built_wheel(tmp_path: Path) -> None:
     )
     wheel = tmp_path / built.stdout.strip().splitlines()[-1]
     with zipfile.ZipFile(wheel) as archive:
-        shipped = {
-            name.removeprefix("assay/report/templates/")
-            for name in archive.namelist()
-            if name.startswith("assay/report/templates/")
-        }
-    source = resources.files("assay.report") / "templates"
-    wanted = {entry.name for entry in source.iterdir() if entry.is_file()}
-    assert {"report.html.j2", "report.js", "report.css"} <= wanted
-    assert shipped == wanted
+        names = archive.namelist()
+    wanted: dict[str, set[str]] = {}
+    for package in ("assay.report", "assay.compare", "assay.agreement"):
+        source = resources.files(package) / "templates"
+        folder = f"{package.replace('.', '/')}/templates/"
+        wanted[folder] = {entry.name for entry in source.iterdir() if entry.is_file()}
+        shipped = {name.removeprefix(folder) for name in names if name.startswith(folder)}
+        assert shipped == wanted[folder], folder
+    assert {"page.html.j2", "report.html.j2", "report.js", "report.css"} <= wanted[
+        "assay/report/templates/"
+    ]
+    assert wanted["assay/compare/templates/"] == {"compare.html.j2"}
+    assert wanted["assay/agreement/templates/"] == {"agree.html.j2"}
 
 
 def test_each_case_body_is_on_the_line_of_its_case_number() -> None:

@@ -5,8 +5,8 @@ positive rates, each criterion's confusion table, and the disagreements worst fi
 (:func:`worst_first`): units the judge gave no label for, then those it was surest of (when its
 confidence is known), then the rest in the labels file's order. The console lists the first
 :data:`WORST`; the page lists every one, with the person's reason and the judge's rationale or
-why it gave no label. The page is jinja2 with autoescaping, like the eval report: no text from
-labels, agents or judges becomes markup.
+why it gave no label. The page is jinja2 with autoescaping, on the shell every page shares
+(:mod:`assay.report.page`): no text from labels, agents or judges becomes markup.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -29,6 +28,7 @@ from assay.agreement.labels import ANSWER_LABELS, LABEL_SETS
 from assay.agreement.stats import NO_LABEL, Agreement
 from assay.report.fit import Column, fit, fitted_table
 from assay.report.judge_agreement import rate
+from assay.report.page import environment
 
 WORST = 10
 """Disagreements the console lists under the tables."""
@@ -295,24 +295,21 @@ def render_agreement_html(report: AgreeReport, *, labels: str | None = None) -> 
         )
         for unit in worst_first(report.compared)
     ]
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(_TEMPLATES),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    return environment.get_template("agree.html.j2").render(
-        version=__version__,
-        generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        labels=labels,
-        figures=figures,
-        overall=_figures("overall", "", report.overall),
-        confusions=confusions,
-        disagreements=wrong,
-        total=len(report.compared),
-        calls=report.usage.calls,
-        tokens=f"{report.usage.total_tokens:,}",
+    return (
+        environment(_TEMPLATES)
+        .get_template("agree.html.j2")
+        .render(
+            version=__version__,
+            generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            labels=labels,
+            figures=figures,
+            overall=_figures("overall", "", report.overall),
+            confusions=confusions,
+            disagreements=wrong,
+            total=len(report.compared),
+            calls=report.usage.calls,
+            tokens=f"{report.usage.total_tokens:,}",
+        )
     )
 
 

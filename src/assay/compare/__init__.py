@@ -4,7 +4,6 @@ test), with the fewest cases either needs to mean anything."""
 
 from assay.compare.diff import (
     CASE_VERDICT,
-    CaseKey,
     CaseRegression,
     Comparison,
     MetricChange,
@@ -16,6 +15,7 @@ from assay.compare.render import (
     render_comparison_markdown,
 )
 from assay.compare.stats import Interval, mcnemar_exact, min_pairs_to_test, paired_bootstrap_ci
+from assay.results.keys import CaseKey
 
 __all__ = [
     "CASE_VERDICT",

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict
 from assay.compare.stats import Interval, mcnemar_exact, min_pairs_to_test, paired_bootstrap_ci
 from assay.errors import InputError, Problem
 from assay.metrics.base import EvalStatus
+from assay.results.keys import CaseKey
 from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult
 
 CASE_VERDICT = "(case verdict)"
@@ -57,20 +58,6 @@ _BASE, _CANDIDATE, _EITHER = "the base run", "the candidate run", "either run"
 
 _Case = Union["CaseDigest", EvalCaseResult]
 """A case as the comparison reads it: its digest, or the result itself."""
-
-
-class CaseKey(NamedTuple):
-    """Which case a result belongs to: eval set, eval case and run number."""
-
-    eval_set_id: str
-    eval_id: str
-    run: int
-
-    @property
-    def label(self) -> str:
-        """``set / case``, with ``(run N)`` after it for runs other than the first."""
-        run = f" (run {self.run})" if self.run != 1 else ""
-        return f"{self.eval_set_id} / {self.eval_id}{run}"
 
 
 class CaseRegression(BaseModel):

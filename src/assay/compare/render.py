@@ -4,17 +4,20 @@ page. All three show the same rows and the same case lists."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
-import jinja2
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from assay.compare.diff import CaseKey, CaseRegression, Comparison, MetricChange
+from assay._version import __version__
+from assay.compare.diff import CaseRegression, Comparison, MetricChange
 from assay.metrics.base import EvalStatus
 from assay.report.fit import Column, fit, fitted_table
 from assay.report.markdown import escape_markdown
 from assay.report.numbers import score_text, signed_score, signed_value, value_text
+from assay.report.page import environment
+from assay.results.keys import CaseKey
 
 LISTED = 20
 """Cases listed per list before ``…and N more``."""
@@ -341,34 +344,7 @@ def render_comparison_markdown(comparison: Comparison) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-_HTML = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined).from_string(
-    """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
-<title>assay compare: {{ base }} → {{ candidate }}</title>
-<style>
-body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; }
-th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
-th:first-child, td:first-child, td:last-child { text-align: left; }
-tr.regressed td { background: #fde2e2; } tr.improved td { background: #e2f5e2; }
-tr.too-few-cases td:last-child { color: #8a6d00; }
-h2.regressed-cases, p.regressed-cases { color: #b00020; font-weight: bold; }
-p.legend { color: #666; }
-</style></head><body>
-<h1>assay compare: {{ base }} → {{ candidate }}</h1>
-{% if summary %}<p class="regressed-cases">{{ summary }}</p>
-{% endif %}<table><thead><tr>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr></thead><tbody>
-{% for cls, cells in rows %}<tr class="{{ cls }}">{% for c in cells %}<td>{{ c }}</td>{% endfor %}</tr>
-{% endfor %}</tbody></table>
-<p class="coverage">{{ coverage[0] }}</p>
-{% if coverage[1:] %}<ul class="coverage">{% for line in coverage[1:] %}<li>{{ line }}</li>{% endfor %}</ul>
-{% endif %}<p class="legend">{{ legend }}</p>
-{% for cls, title, labels in lists %}<h2{% if cls %} class="{{ cls }}"{% endif %}>{{ title }} ({{ labels | length }})</h2>
-<ul>{% for label in labels %}<li>{{ label }}</li>{% endfor %}</ul>
-{% endfor %}</body></html>
-"""
-)
+_TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 def render_comparison_html(comparison: Comparison) -> str:
@@ -382,13 +358,18 @@ def render_comparison_html(comparison: Comparison) -> str:
         ("regressed-cases" if title == REGRESSED_CASES else "", title, _capped(labels))
         for title, labels in case_lists(comparison)
     ]
-    return _HTML.render(
-        base=comparison.base,
-        candidate=comparison.candidate,
-        columns=COLUMNS,
-        rows=rows,
-        summary=regression_summary(comparison),
-        coverage=coverage(comparison),
-        legend=legend(comparison),
-        lists=lists,
+    return (
+        environment(_TEMPLATES)
+        .get_template("compare.html.j2")
+        .render(
+            version=__version__,
+            base=comparison.base,
+            candidate=comparison.candidate,
+            columns=COLUMNS,
+            rows=rows,
+            summary=regression_summary(comparison),
+            coverage=coverage(comparison),
+            legend=legend(comparison),
+            lists=lists,
+        )
     )

@@ -6,6 +6,7 @@ survives the process being killed (only a power cut may lose the last commits), 
 (``assay runs`` while a run goes on) never block the writer.
 
 The tables, and what each schema version added, are in :mod:`assay.history.schema`.
+The judge cards it keeps are read and written by :mod:`assay.history.cards`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pydantic import ValidationError
 
 from assay._version import __version__
 from assay.errors import InputError
+from assay.history.cards import CardKey, JudgeCards
 from assay.history.compact import Header, Inputs, RecordError, decode, may_need_inputs, parse_header
 from assay.history.inputs import InputFile, PackedInput, keep_blob, load_stored, place, unpack
 from assay.history.records import (
@@ -43,16 +45,12 @@ from assay.history.records import (
 )
 from assay.history.schema import SCHEMA as _SCHEMA
 from assay.history.schema import SCHEMA_VERSION as SCHEMA_VERSION
-from assay.history.stored import CaseKey as CaseKey
 from assay.history.stored import Decoder, DoneCases, StoredCases
 from assay.metrics.base import EvalStatus
+from assay.results.keys import CaseKey as CaseKey
 from assay.results.model import EvalCaseResult, EvalSetResult, RunSummary, SetNotes
 
 LATEST = "latest"
-
-
-CardKey = tuple[str, str, str]
-"""What a judge card is looked up by: judge model, criterion, prompt version."""
 
 
 _INSERT_CASES = (
@@ -76,6 +74,7 @@ class HistoryStore:
         self.path = Path(path)
         self._db: sqlite3.Connection | None = None
         self._lock = threading.RLock()
+        self._cards = JudgeCards(self._read, self._write)
 
     def __enter__(self) -> HistoryStore:
         return self
@@ -304,11 +303,7 @@ class HistoryStore:
 
     def add_judge_card(self, key: CardKey, created: float, card: str) -> None:
         """Keep a judge card (its JSON), measured at ``created``, under its key."""
-        self._write(
-            "INSERT INTO judge_cards (created, judge_model, criterion, prompt_version, card) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (created, *key, card),
-        )
+        self._cards.add(key, created, card)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -365,21 +360,12 @@ class HistoryStore:
 
     def judge_cards(self, limit: int | None = None) -> list[str]:
         """Every judge card's JSON, newest first."""
-        rows = self._read(
-            "SELECT card FROM judge_cards ORDER BY created DESC, id DESC LIMIT ?",
-            (-1 if limit is None else limit,),
-        )
-        return [str(row[0]) for row in rows]
+        return self._cards.newest(limit)
 
     def judge_card(self, key: CardKey) -> str | None:
         """The JSON of the newest judge card of this judge model, criterion and prompt
         version; None when there is none."""
-        rows = self._read(
-            "SELECT card FROM judge_cards WHERE judge_model = ? AND criterion = ? "
-            "AND prompt_version = ? ORDER BY created DESC, id DESC LIMIT 1",
-            key,
-        )
-        return str(rows[0][0]) if rows else None
+        return self._cards.find(key)
 
     def case_results(
         self, run_id: str, inputs: Inputs | None = None
@@ -397,7 +383,7 @@ class HistoryStore:
         found: dict[CaseKey, EvalCaseResult] = {}
         for set_id, eval_id, run, text in rows:
             try:
-                found[(set_id, eval_id, run)] = decode(text, headers, inputs)
+                found[CaseKey(set_id, eval_id, run)] = decode(text, headers, inputs)
             except ValidationError as exc:
                 raise HistoryError(
                     f"{self.path}: run {run_id}, case {eval_id}: unreadable result ({exc.error_count()} problem(s))"

@@ -20,10 +20,8 @@ from pydantic import ValidationError
 
 from assay.history.compact import Header, Inputs, RecordError, decode, may_need_inputs
 from assay.history.records import HistoryError
+from assay.results.keys import CaseKey
 from assay.results.model import EvalCaseResult
-
-CaseKey = tuple[str, str, int]
-"""A case result's place in a run: eval set id, eval id, run number."""
 
 BATCH = 512
 """Rows read per query while iterating."""
@@ -177,6 +175,6 @@ class DoneCases(Mapping[CaseKey, EvalCaseResult]):
             )
             for rowid, set_id, eval_id, run in rows:
                 last = int(rowid)
-                yield (str(set_id), str(eval_id), int(run))
+                yield CaseKey(str(set_id), str(eval_id), int(run))
             if len(rows) < BATCH:
                 return

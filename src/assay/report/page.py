@@ -1,5 +1,12 @@
-"""What both layouts of the HTML report (:mod:`assay.report.html`,
-:mod:`assay.report.html_large`) share: the templates' jinja2 environment and the page's title."""
+"""The shell every HTML page assay writes shares (the eval report in both layouts, the comparison,
+the judge agreement page): one jinja2 environment and one base template.
+
+:func:`environment` autoescapes every value (no text from results, labels, agents or judges
+becomes markup), makes an undefined name an error and gives the shared filters. Its templates
+are a page's own folder, then this package's ``templates``, which holds ``page.html.j2``: the
+doctype, the meta tags, the Content-Security-Policy (nothing loaded from anywhere, inline
+styles only, unless a page's ``csp`` block allows its own inline script) and the CSS variables.
+Every page template extends it."""
 
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ from markupsafe import Markup, escape
 from assay.results.model import EvalSetResult
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+"""The shell (``page.html.j2``, ``text.css``) and the eval report's templates."""
 
 
 def breakable(name: str) -> Markup:
@@ -20,10 +28,11 @@ def breakable(name: str) -> Markup:
     return Markup("_<wbr>").join(escape(part) for part in str(name).split("_"))
 
 
-def environment() -> jinja2.Environment:
-    """The templates, autoescaped, an undefined name an error; ``breakable`` a filter."""
+def environment(*folders: Path) -> jinja2.Environment:
+    """The templates of ``folders`` (a page's own, looked in first) and of the shell,
+    autoescaped, an undefined name an error; ``breakable`` a filter."""
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
+        loader=jinja2.FileSystemLoader([*folders, TEMPLATES]),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

@@ -13,7 +13,7 @@ from itertools import islice
 
 from assay.errors import AssayError
 from assay.evalset.case import EvalSet
-from assay.results.trace_stream import CaseKey
+from assay.results.keys import TraceKey
 from assay.results.traces import Traces
 
 CHECKED = 1000
@@ -37,7 +37,7 @@ class Coverage:
         return self.checked - len(self.missing)
 
 
-def recorded_keys(traces: Traces) -> dict[CaseKey, None]:
+def recorded_keys(traces: Traces) -> dict[TraceKey, None]:
     """Every case the traces record, in the files' order (the spilled ones by key, without
     parsing them)."""
     keys = dict.fromkeys([*traces.by_case, *traces.later_runs])

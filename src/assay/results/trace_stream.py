@@ -45,11 +45,10 @@ from assay._internal.json_stream import (
 from assay._internal.spill import Spill, key_under, shared_spill
 from assay.errors import Problem, TracesError, format_path, problems_from_validation, short_value
 from assay.evalset.invocation import Invocation
+from assay.results.keys import TraceKey
 
 RUN_KEY = re.compile(r"^(?P<eval_id>.+)#run(?P<run>[0-9]+)$")
 """``<eval_id>#run<N>``: the key ``--save-traces`` writes run N (N ≥ 2) of a case under."""
-
-CaseKey = tuple[str | None, str]
 
 INVOCATIONS = TypeAdapter(list[Invocation])
 
@@ -146,7 +145,7 @@ def _unwrap(problem: Problem, row_path: list[str | int]) -> Problem:
     return problem
 
 
-def spill_key(prefix: str, key: CaseKey) -> str:
+def spill_key(prefix: str, key: TraceKey) -> str:
     """The spill key a case's runs are stored under by the load ``prefix`` (the set id's length
     first, so that no two keys read alike)."""
     set_id, eval_id = key
@@ -160,9 +159,9 @@ class Spilled:
     """What a streamed traces file gave: the runs stored in the spill file, by run then case,
     each with the prefix of the load that stored it (:func:`spill_key`)."""
 
-    runs: dict[int, dict[CaseKey, str]] = field(default_factory=dict)
+    runs: dict[int, dict[TraceKey, str]] = field(default_factory=dict)
 
-    def has(self, key: CaseKey, run: int) -> bool:
+    def has(self, key: TraceKey, run: int) -> bool:
         return key in self.runs.get(run, {})
 
 
@@ -177,7 +176,7 @@ class _Writer:
         self._batch: list[tuple[str, int, bytes]] = []
         self._failed = False
 
-    def add(self, key: CaseKey, run: int, raw: Any) -> None:
+    def add(self, key: TraceKey, run: int, raw: Any) -> None:
         """Note the run (to tell a key given twice even after a problem) and store it."""
         self.found.runs.setdefault(run, {})[key] = self.prefix
         if self._failed:
@@ -366,7 +365,7 @@ def _set_results(
     if len(spellings) > 1:
         raise NotStreamable("both spellings of eval_case_results")
     problems: list[Problem] = []
-    seen: dict[CaseKey, int] = {}
+    seen: dict[TraceKey, int] = {}
     prefix = f"{''.join(spellings)}.item" if single else f"item.{''.join(spellings)}.item"
     with open_json(source) as handle:
         cases = items(handle, prefix) if spellings else iter(())
@@ -380,7 +379,7 @@ def _set_results(
                 if found is None:
                     continue
                 eval_id, actuals = found
-                key: CaseKey = (plan.set_id, eval_id)
+                key: TraceKey = (plan.set_id, eval_id)
                 seen[key] = seen.get(key, 0) + 1
                 if problems:
                     writer.fail()

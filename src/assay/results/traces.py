@@ -34,10 +34,10 @@ from assay._internal.json_stream import (
 from assay._internal.spill import shared_spill
 from assay.errors import Problem, TracesError, format_path, short_value
 from assay.evalset.invocation import Invocation
+from assay.results.keys import TraceKey
 from assay.results.trace_stream import (
     KIND,
     RUN_KEY,
-    CaseKey,
     case_actuals,
     field_key,
     load_streamed,
@@ -47,7 +47,7 @@ from assay.results.trace_stream import (
     validate_invocations,
 )
 
-__all__ = ["RUN_KEY", "CaseKey", "Traces", "load_traces"]
+__all__ = ["RUN_KEY", "TraceKey", "Traces", "load_traces"]
 
 
 @dataclass
@@ -61,19 +61,19 @@ class Traces:
     A run is in one place or the other, never both.
     """
 
-    by_case: dict[CaseKey, list[Invocation]] = field(default_factory=dict)
+    by_case: dict[TraceKey, list[Invocation]] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
-    later_runs: dict[CaseKey, dict[int, list[Invocation]]] = field(default_factory=dict)
+    later_runs: dict[TraceKey, dict[int, list[Invocation]]] = field(default_factory=dict)
     streamed: bool = False
     """Whether some runs are in the spill file (a file was streamed)."""
-    spilled: dict[int, dict[CaseKey, str]] = field(default_factory=dict, repr=False)
+    spilled: dict[int, dict[TraceKey, str]] = field(default_factory=dict, repr=False)
     """The runs in the spill file, by run number then case: the prefix of the load that stored
     each (:func:`~assay.results.trace_stream.spill_key`). By run first, as most files have one
     run a case: one entry a case."""
 
     def lookup(self, set_id: str | None, eval_id: str, run: int) -> list[Invocation] | None:
         """The invocations of exactly this entry (no falling back to ``set_id`` None), or None."""
-        key: CaseKey = (set_id, eval_id)
+        key: TraceKey = (set_id, eval_id)
         found = self.by_case.get(key) if run == 1 else self.later_runs.get(key, {}).get(run)
         if found is not None:
             return found
@@ -90,7 +90,7 @@ class Traces:
 
     def runs(self, eval_set_id: str, eval_id: str) -> list[tuple[int, list[Invocation]]]:
         """Every recorded run of a case as ``(run, invocations)``, first run first."""
-        key: CaseKey = (eval_set_id, eval_id)
+        key: TraceKey = (eval_set_id, eval_id)
         if not self._has(key):
             key = (None, eval_id)
         spilled = {run for run, cases in self.spilled.items() if key in cases}
@@ -103,7 +103,7 @@ class Traces:
                 found.append((run, given))
         return found
 
-    def entries(self) -> Iterator[tuple[CaseKey, int, list[Invocation]]]:
+    def entries(self) -> Iterator[tuple[TraceKey, int, list[Invocation]]]:
         """Every run as ``(case key, run, invocations)``: those in memory, then the spilled ones
         (parsed one at a time)."""
         for key, first in self.by_case.items():
@@ -117,7 +117,7 @@ class Traces:
                 if found is not None:
                     yield key, run, found
 
-    def add(self, key: CaseKey, invocations: list[Invocation], run: int = 1) -> None:
+    def add(self, key: TraceKey, invocations: list[Invocation], run: int = 1) -> None:
         """Record one run of a case."""
         self._unspill(key, run)
         if run == 1:
@@ -140,16 +140,16 @@ class Traces:
         self.sources.extend(other.sources)
         self.streamed = self.streamed or other.streamed
 
-    def _has(self, key: CaseKey) -> bool:
+    def _has(self, key: TraceKey) -> bool:
         in_spill = any(key in cases for cases in self.spilled.values())
         return key in self.by_case or key in self.later_runs or in_spill
 
-    def _unspill(self, key: CaseKey, run: int) -> None:
+    def _unspill(self, key: TraceKey, run: int) -> None:
         cases = self.spilled.get(run)
         if cases is not None and cases.pop(key, None) is not None and not cases:
             del self.spilled[run]
 
-    def _forget(self, key: CaseKey, run: int) -> None:
+    def _forget(self, key: TraceKey, run: int) -> None:
         """Drop the in-memory entry of this run, if any."""
         if run == 1:
             self.by_case.pop(key, None)
@@ -265,7 +265,7 @@ def _from_mapping(data: dict[str, Any], file: str) -> Traces:
 def _from_set_results(results: list[dict[str, Any]], file: str, prefix: tuple[()] | None) -> Traces:
     traces = Traces(sources=[file])
     problems: list[Problem] = []
-    seen: dict[CaseKey, int] = {}  # a case listed again is its next run (ADK's num_runs)
+    seen: dict[TraceKey, int] = {}  # a case listed again is its next run (ADK's num_runs)
     for s, result in enumerate(results):
         base: list[str | int] = [] if prefix is not None else [s]
         set_id = result.get(field_key(result, "eval_set_id"))
@@ -285,7 +285,7 @@ def _from_set_results(results: list[dict[str, Any]], file: str, prefix: tuple[()
             if found is None:
                 continue
             eval_id, actuals = found
-            key: CaseKey = (set_id if isinstance(set_id, str) else None, eval_id)
+            key: TraceKey = (set_id if isinstance(set_id, str) else None, eval_id)
             seen[key] = seen.get(key, 0) + 1
             traces.add(key, [invocation for _, invocation in actuals], seen[key])
     if problems:
