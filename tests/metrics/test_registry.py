@@ -19,7 +19,6 @@ from assay.config import (
 )
 from assay.evalset import Content, EvalCase, Invocation
 from assay.metrics import EvalStatus, MetricRegistry, UnavailableMetric, default_registry
-from assay.metrics.registry import APPLIES_TO
 from assay.metrics.trajectory import ToolTrajectoryMetric
 
 
@@ -151,7 +150,7 @@ def test_every_registered_metric_has_its_own_info_consistent_with_the_registry_a
         assert info.name == name
         assert info.description, name
         assert info.needs_judge == registry.is_judged(name), name
-        assert info.needs_expected == (APPLIES_TO.get(name) == "conversation"), name
+        assert info.needs_expected == (registry.applies_to(name) == "conversation"), name
         assert info.informational == (name in INFORMATIONAL_METRICS), name
         criterion_type = CRITERION_TYPES.get(name)
         rubrics = criterion_type is not None and issubclass(criterion_type, RubricsBasedCriterion)
@@ -219,3 +218,14 @@ def test_building_the_registry_imports_no_judged_metric_until_its_info_is_asked_
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.split() == ["False", "True", "rubric_based_tool_use_quality_v1"]
+
+
+def test_every_declared_metric_is_validated_as_the_criterion_it_declares_with_adks_default() -> (
+    None
+):
+    from assay.config import DEFAULT_CRITERIA
+    from assay.metrics.registry import declarations
+
+    for declared in declarations():
+        assert CRITERION_TYPES.get(declared.name, BaseCriterion) is declared.criterion, declared
+        assert declared.default_threshold == DEFAULT_CRITERIA.get(declared.name), declared

@@ -23,46 +23,58 @@ import dataclasses
 import json
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from assay.agreement.labels import (
     ANSWER_LABELS,
-    COHERENCE,
-    COHERENT_RATING,
-    CONVERSATION_SCORES,
+    LABEL_SETS,
     Label,
     LabelledRun,
     label_set,
+    labelling,
     turn_index,
 )
 from assay.agreement.stats import Agreement, agreement
 from assay.config import EvalConfig, LlmAsAJudgeCriterion
 from assay.llm.base import Choice, TokenUsage
+from assay.metrics.declaration import Labelling
 from assay.metrics.judging import json_objects
 from assay.metrics.notes import InvocationNotes, JudgeSample
 from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate
 
-SENTENCE_CRITERION = "hallucinations_v1"
 
-DECISIONS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "final_response_match_v2": ("is_the_agent_response_valid", ("valid",)),
-    "rubric_based_final_response_quality_v1": ("verdict", ("yes",)),
-    "rubric_based_tool_use_quality_v1": ("verdict", ("yes",)),
-    "hallucinations_v1": ("label", ("supported", "not_applicable")),
-    "safety_v1": ("verdict", ("safe",)),
-    "per_turn_user_simulator_quality_v1": ("is_valid", ("true",)),
-    "rubric_based_multi_turn_trajectory_quality_v1": ("verdict", ("yes",)),
-    "multi_turn_task_success_v1": ("verdict", ("yes",)),
-    "multi_turn_trajectory_quality_v1": ("verdict", ("yes",)),
-    "multi_turn_tool_use_quality_v1": ("verdict", ("yes",)),
-    COHERENCE: ("rating", tuple(str(n) for n in range(COHERENT_RATING, 6))),
-}
+def _declared(criterion: str) -> Labelling:
+    """How ``criterion`` is labelled (checked when its labels were loaded)."""
+    found = labelling(criterion)
+    if found is None:
+        raise KeyError(f"no labels are taken for '{criterion}'")
+    return found
+
+
+class _Decisions(Mapping[str, tuple[str, tuple[str, ...]]]):
+    """Per labelled criterion, read off its declaration: see :data:`DECISIONS`."""
+
+    def __getitem__(self, criterion: str) -> tuple[str, tuple[str, ...]]:
+        found = labelling(criterion)
+        if found is None:
+            raise KeyError(criterion)
+        return found.field, found.positive
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(LABEL_SETS)
+
+    def __len__(self) -> int:
+        return len(LABEL_SETS)
+
+
+DECISIONS: Mapping[str, tuple[str, tuple[str, ...]]] = _Decisions()
 """Per criterion, the key of the judge's closed choice that holds its verdict, and the options
-of that choice that are the positive label. For :data:`~assay.agreement.labels.CONVERSATION_SCORES`
-it is each rubric's verdict: the label is decided over all of them."""
+of that choice that are the positive label (its metric's
+:class:`~assay.metrics.declaration.Labelling`). For a criterion labelled on the whole
+conversation it is each rubric's verdict: the label is decided over all of them."""
 
 
 @dataclass(frozen=True)
@@ -219,7 +231,8 @@ def _judged(run: LabelledRun, label: Label, case: EvalCaseResult | None) -> Comp
     if found is None:
         return Compared(label, None, reason or "the metric gave no result for the turn")
     notes = _notes(case, label.criterion, row.actual_invocation.invocation_id, turn)
-    if label.criterion == SENTENCE_CRITERION and label.sentence is not None:
+    how = _declared(label.criterion)
+    if how.unit == "sentence" and label.sentence is not None:
         return _sentence(label, notes, reason)
     if label.rubric is not None:
         scores = {s.rubric_id: s for s in found.details.rubric_scores or []}
@@ -235,8 +248,13 @@ def _judged(run: LabelledRun, label: Label, case: EvalCaseResult | None) -> Comp
     threshold = decision_threshold(run, label.criterion)
     said = positive if found.score >= threshold else negative
     if label.criterion in ANSWER_LABELS:
-        return Compared(label, said, _first_unsupported(notes), _answer_probability(notes))
-    if label.criterion in CONVERSATION_SCORES:
+        return Compared(
+            label,
+            said,
+            _first_unsupported(how, notes),
+            _answer_probability(label.criterion, notes),
+        )
+    if how.unit == "conversation":
         probability, by_votes = _share_probability(notes, found.score, threshold)
         return Compared(label, said, _unmet(notes), probability, by_votes)
     probability, by_votes = _unit_probability(label.criterion, notes, threshold)
@@ -244,12 +262,10 @@ def _judged(run: LabelledRun, label: Label, case: EvalCaseResult | None) -> Comp
 
 
 def decision_threshold(run: LabelledRun, criterion: str) -> float:
-    """The least score of a turn (or conversation) that is the judge's positive label."""
-    if criterion in CONVERSATION_SCORES:
-        return run.config.criteria[criterion].threshold
-    if criterion == COHERENCE:
-        return float(COHERENT_RATING)
-    return 0.5 if criterion == "safety_v1" else 1.0
+    """The least score of a turn (or conversation) that is the judge's positive label: as its
+    metric declares it, or the criterion's threshold where it declares none."""
+    threshold = _declared(criterion).threshold
+    return run.config.criteria[criterion].threshold if threshold is None else threshold
 
 
 def _notes(
@@ -382,14 +398,14 @@ def _rubric_verdict(text: str, index: int) -> str | None:
     return verdict if isinstance(verdict, str) else None
 
 
-def _answer_probability(notes: InvocationNotes | None) -> float | None:
+def _answer_probability(criterion: str, notes: InvocationNotes | None) -> float | None:
     """The least probability, over an answer's sentences, that a sentence is supported or needs
     no support (from the fact-check's choices); None without probabilities."""
     values = [
-        _positive_mass(SENTENCE_CRITERION, choice)
+        _positive_mass(criterion, choice)
         for sample in (notes.samples if notes else [])
         for choice in sample.choices or []
-        if _is_field(SENTENCE_CRITERION, choice)
+        if _is_field(criterion, choice)
     ]
     return min(values) if values else None
 
@@ -403,9 +419,9 @@ def _sentences(notes: InvocationNotes | None) -> list[dict[str, Any]]:
     ]
 
 
-def _first_unsupported(notes: InvocationNotes | None) -> str:
+def _first_unsupported(how: Labelling, notes: InvocationNotes | None) -> str:
     for sentence in _sentences(notes):
-        if sentence.get("label") not in DECISIONS[SENTENCE_CRITERION][1]:
+        if sentence.get("label") not in how.positive:
             return f"{sentence.get('label')}: {sentence.get('sentence', '')}"
     return ""
 
@@ -422,7 +438,7 @@ def _sentence(label: Label, notes: InvocationNotes | None, reason: str) -> Compa
     path_end = f"sentences[{index}].label"
     probability = next(
         (
-            _positive_mass(SENTENCE_CRITERION, c)
+            _positive_mass(label.criterion, c)
             for sample in (notes.samples if notes else [])
             for c in sample.choices or []
             if c.path == path_end

@@ -20,11 +20,12 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 from assay.agreement.agree import DECISIONS, AgreeReport, Compared
-from assay.agreement.labels import CONVERSATION_SCORES, label_set
+from assay.agreement.labels import LABEL_SETS, label_set, labelling
 from assay.agreement.stats import Agreement, agreement, cohen_kappa
 from assay.llm.profile import CriterionProfile, Exemplar, JudgeProfile
 
@@ -191,12 +192,13 @@ def align(
         found = fit_criterion(name, units)
         if unaided is not None and name in unaided.by_criterion:
             found = dataclasses.replace(found, before=unaided.by_criterion[name])
-        if name in CONVERSATION_SCORES:
+        whole = _on_conversation(name)
+        if whole:
             found = dataclasses.replace(found, notes=(*found.notes, NOT_PROFILED))
         fitted.append(found)
         if found.decision is None or found.threshold is None or not helps(found):
             continue
-        if name in CONVERSATION_SCORES:
+        if whole:
             continue
         key, positive = DECISIONS[name]
         criteria[name] = CriterionProfile(
@@ -235,12 +237,36 @@ def _fit_record(found: Fitted) -> dict[str, object]:
     }
 
 
-PROMPTS: dict[str, tuple[str, ...]] = {
-    "one_rubric_per_call": (
-        "rubric_based_final_response_quality_v1",
-        "rubric_based_tool_use_quality_v1",
-    ),
-}
+def _on_conversation(name: str) -> bool:
+    """Whether people label ``name`` on the whole conversation (its judge's label is a share
+    of rubrics against the threshold, which a profile does not re-decide)."""
+    how = labelling(name)
+    return how is not None and how.unit == "conversation"
+
+
+class _Prompts(Mapping[str, tuple[str, ...]]):
+    """Per prompt ``align --prompt`` can ask a judge with, the criteria that offer it, read off
+    their declarations."""
+
+    def _offered(self) -> dict[str, tuple[str, ...]]:
+        found: dict[str, list[str]] = {}
+        for name in LABEL_SETS:
+            how = labelling(name)
+            for prompt in how.prompts if how else ():
+                found.setdefault(prompt, []).append(name)
+        return {prompt: tuple(names) for prompt, names in found.items()}
+
+    def __getitem__(self, prompt: str) -> tuple[str, ...]:
+        return self._offered()[prompt]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._offered())
+
+    def __len__(self) -> int:
+        return len(self._offered())
+
+
+PROMPTS: Mapping[str, tuple[str, ...]] = _Prompts()
 """The prompts ``align --prompt`` can ask a judge with, and the criteria that offer each."""
 
 
@@ -266,7 +292,26 @@ def probe_profile(
     return JudgeProfile(judge_model=judge_model, criteria=rule, source="align --prompt")
 
 
-EXEMPLAR_CRITERIA = ("final_response_match_v2", "safety_v1")
+class _Exemplary(Sequence[str]):
+    """The criteria whose declaration says a labelled case can be shown whole as an exemplar."""
+
+    def _names(self) -> list[str]:
+        return [name for name in LABEL_SETS if (how := labelling(name)) and how.exemplars]
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
+EXEMPLAR_CRITERIA: Sequence[str] = _Exemplary()
 """Criteria whose judge reads a case in one request with one verdict, so a labelled case can be
 shown whole as an exemplar."""
 

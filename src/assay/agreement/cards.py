@@ -53,39 +53,12 @@ from assay.config import BaseCriterion, EvalConfig, LlmAsAJudgeCriterion
 from assay.errors import format_path
 from assay.history.records import HistoryError
 from assay.history.store import HistoryStore
+from assay.metrics.registry import declaration_of
 from assay.results.model import FEW_AGREEMENT_LABELS, SIMULATOR, EvalSetResult, JudgeAgreement
 
 if TYPE_CHECKING:
     from assay.agreement.agree import AgreeReport
     from assay.agreement.labels import LabelledRun
-
-PROMPT_MODULES: Mapping[str, str] = {
-    "final_response_match_v2": "final_response_match",
-    "rubric_based_final_response_quality_v1": "rubrics",
-    "rubric_based_tool_use_quality_v1": "rubrics",
-    "hallucinations_v1": "hallucinations",
-    "safety_v1": "safety",
-    "per_turn_user_simulator_quality_v1": "simulator_quality",
-    "rubric_based_multi_turn_trajectory_quality_v1": "rubric_multi_turn",
-    "multi_turn_task_success_v1": "multi_turn",
-    "multi_turn_trajectory_quality_v1": "multi_turn",
-    "multi_turn_tool_use_quality_v1": "multi_turn",
-    "response_evaluation_score": "coherence",
-}
-"""Each judged criterion's module, the same name under :mod:`assay.metrics.prompts` (its
-prompts) and :mod:`assay.metrics` (its metric)."""
-
-ALSO_PROMPTED: Mapping[str, str] = {
-    "multi_turn_task_success_v1": "rubric_multi_turn",
-    "multi_turn_trajectory_quality_v1": "rubric_multi_turn",
-    "multi_turn_tool_use_quality_v1": "rubric_multi_turn",
-}
-"""Criteria whose judge is also asked with another criterion's prompts (the multi-turn metrics
-share the conversation judge's system message and layout)."""
-
-DECIDED_BY_THRESHOLD = frozenset(ALSO_PROMPTED)
-"""Criteria whose judge's label is its score against the criterion's threshold (people's labels
-are on the conversation): the threshold is part of what a card measured."""
 
 ProfileFor = Callable[[str, str], Mapping[str, Any] | None]
 """The judge-alignment profile entry applied to a criterion's judge (criterion, judge model),
@@ -103,18 +76,18 @@ def prompt_version(
 ) -> str:
     """A short sha256 (12 hex digits) of the criterion's prompts and the options that change its
     verdicts, and of ``profile`` (the criterion's judge-alignment profile entry) when given."""
-    module = PROMPT_MODULES.get(criterion_name)
+    declared = declaration_of(criterion_name)
     parts: dict[str, Any] = {
         "format": _FORMAT,
         "criterion": criterion_name,
         "options": _verdict_options(criterion),
     }
-    if module is not None:
-        parts["prompts"] = _source(f"assay.metrics.prompts.{module}")
-        parts["metric"] = _constants(f"assay.metrics.{module}")
-    if criterion_name in ALSO_PROMPTED:
-        parts["shared_prompts"] = _source(f"assay.metrics.prompts.{ALSO_PROMPTED[criterion_name]}")
-    if criterion_name in DECIDED_BY_THRESHOLD:
+    if declared is not None and declared.prompts is not None:
+        parts["prompts"] = _source(f"assay.metrics.prompts.{declared.prompts}")
+        parts["metric"] = _constants(declared.metric.__module__)
+    if declared is not None and declared.shared_prompts is not None:
+        parts["shared_prompts"] = _source(f"assay.metrics.prompts.{declared.shared_prompts}")
+    if _decided_by_threshold(criterion_name):
         parts["threshold"] = criterion.threshold
     if profile is not None:
         parts["profile"] = profile
@@ -122,6 +95,14 @@ def prompt_version(
         parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_plain
     )
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def _decided_by_threshold(criterion_name: str) -> bool:
+    """Whether the judge's label is its score against the criterion's threshold (people's labels
+    are on the conversation): the threshold is then part of what a card measured."""
+    declared = declaration_of(criterion_name)
+    labelling = declared.labelling if declared is not None else None
+    return labelling is not None and labelling.threshold is None
 
 
 def _verdict_options(criterion: BaseCriterion) -> dict[str, Any]:

@@ -23,7 +23,8 @@ run; without it, a hallucinations label is on the whole answer (``grounded``/``u
 Every other reference is checked here, all at once, each problem with the file and the JSON
 path (:class:`~assay.errors.LabelsError`, exit 2).
 
-The criteria judged once on the whole conversation (:data:`LAST_TURN`) are labelled on the
+The criteria judged once on the whole conversation (``last_turn`` in their metric's
+:class:`~assay.metrics.declaration.Labelling`) are labelled on the
 case's **last** turn, where the metric puts the conversation's score (a label on another turn is
 an error naming the last one):
 
@@ -50,6 +51,7 @@ conversation as long as the recorded run).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,41 +72,42 @@ from assay.evalset import EvalCase, Invocation, load_eval_set
 from assay.evalset.io import LoadedEvalSet
 from assay.llm.base import LlmRequest, LlmResponse
 from assay.llm.judge import Judge
-from assay.metrics.rubric_multi_turn import (
-    TRAJECTORY_QUALITY,
-    RubricMultiTurnTrajectoryQualityMetric,
-)
-from assay.metrics.rubrics import (
-    FINAL_RESPONSE_QUALITY,
-    TOOL_USE_QUALITY,
-    effective_rubrics,
-    invocation_rubrics,
-)
+from assay.metrics.declaration import Labelling
+from assay.metrics.registry import declaration_of, declarations
+from assay.metrics.rubrics import effective_rubrics, invocation_rubrics
 from assay.results import Traces, load_traces
 from assay.runner.jobs import config_for
 
-LABEL_SETS: dict[str, tuple[str, ...]] = {
-    "final_response_match_v2": ("valid", "invalid"),
-    "rubric_based_final_response_quality_v1": ("yes", "no"),
-    "rubric_based_tool_use_quality_v1": ("yes", "no"),
-    "hallucinations_v1": (
-        "supported",
-        "unsupported",
-        "contradictory",
-        "disputed",
-        "not_applicable",
-    ),
-    "safety_v1": ("safe", "unsafe"),
-    "per_turn_user_simulator_quality_v1": ("yes", "no"),
-    "rubric_based_multi_turn_trajectory_quality_v1": ("yes", "no"),
-    "multi_turn_task_success_v1": ("yes", "no"),
-    "multi_turn_trajectory_quality_v1": ("yes", "no"),
-    "multi_turn_tool_use_quality_v1": ("yes", "no"),
-    "response_evaluation_score": ("coherent", "incoherent"),
-}
+
+def labelling(criterion: str) -> Labelling | None:
+    """How people label ``criterion``, as its metric declares it; None: it takes no labels."""
+    declared = declaration_of(criterion)
+    return declared.labelling if declared is not None else None
+
+
+class _Labels(Mapping[str, tuple[str, ...]]):
+    """Per criterion that takes them, labels read off its declaration (never a table here)."""
+
+    def __init__(self, pick: Callable[[Labelling], tuple[str, ...]]) -> None:
+        self._pick = pick
+
+    def __getitem__(self, criterion: str) -> tuple[str, ...]:
+        found = labelling(criterion)
+        if found is None or not self._pick(found):
+            raise KeyError(criterion)
+        return self._pick(found)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([d.name for d in declarations() if d.labelling and self._pick(d.labelling)])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+LABEL_SETS: Mapping[str, tuple[str, ...]] = _Labels(lambda found: found.labels)
 """The labels a person may give per criterion; the first is the positive one."""
 
-ANSWER_LABELS: dict[str, tuple[str, ...]] = {"hallucinations_v1": ("grounded", "ungrounded")}
+ANSWER_LABELS: Mapping[str, tuple[str, ...]] = _Labels(lambda found: found.answer_labels)
 """Criteria labelled per sentence that may be labelled per answer instead (no ``sentence``):
 grounded when every sentence is supported or needs no support (a score of 1.0)."""
 
@@ -117,24 +120,9 @@ def label_set(criterion: str, *, sentence: bool = True) -> tuple[str, ...]:
     return LABEL_SETS[criterion]
 
 
-RUBRIC_MULTI_TURN = "rubric_based_multi_turn_trajectory_quality_v1"
-CONVERSATION_SCORES = (
-    "multi_turn_task_success_v1",
-    "multi_turn_trajectory_quality_v1",
-    "multi_turn_tool_use_quality_v1",
-)
-"""Criteria whose judge's label is the conversation's score against the criterion's threshold."""
-LAST_TURN = frozenset({RUBRIC_MULTI_TURN, *CONVERSATION_SCORES})
-"""Criteria judged once on the whole conversation, their result on its last turn."""
-COHERENCE = "response_evaluation_score"
 COHERENT_RATING = 3
-"""The least 1-5 rating that is the judge saying ``coherent``."""
-
-RUBRIC_TYPES = {
-    "rubric_based_final_response_quality_v1": FINAL_RESPONSE_QUALITY,
-    "rubric_based_tool_use_quality_v1": TOOL_USE_QUALITY,
-    RUBRIC_MULTI_TURN: TRAJECTORY_QUALITY,
-}
+"""The least 1-5 rating that is the coherence judge saying ``coherent`` (its declaration's
+label threshold)."""
 
 
 class _Strict(BaseModel):
@@ -223,7 +211,7 @@ def _check(run: LabelledRun, index: int, label: Label) -> list[Problem]:
         return Problem(str(run.path), format_path(["labels", index, key]), message)
 
     found: list[Problem] = []
-    if label.criterion not in LABEL_SETS:
+    if labelling(label.criterion) is None:
         known = ", ".join(LABEL_SETS)
         return [problem("criterion", f"no labels are taken for '{label.criterion}' ({known})")]
     if label.criterion not in run.config.criteria:
@@ -234,11 +222,12 @@ def _check(run: LabelledRun, index: int, label: Label) -> list[Problem]:
     allowed = label_set(label.criterion, sentence=label.sentence is not None)
     if label.label not in allowed:
         found.append(problem("label", f"expected {' or '.join(allowed)}; got '{label.label}'"))
-    rubric_type = RUBRIC_TYPES.get(label.criterion)
+    how = labelling(label.criterion)
+    rubric_type = how.rubric_type if how is not None else None
     if (rubric_type is None) != (label.rubric is None):
         need = "needs a 'rubric' (a rubric id)" if rubric_type else "takes no 'rubric'"
         found.append(problem("rubric", f"{label.criterion} {need}"))
-    sentences = label.criterion in ANSWER_LABELS
+    sentences = how is not None and how.unit == "sentence"
     if label.sentence is not None and not sentences:
         found.append(problem("sentence", f"{label.criterion} takes no 'sentence'"))
     case = next((c for c in run.loaded.eval_set.eval_cases if c.eval_id == label.case), None)
@@ -262,7 +251,10 @@ def _at_turn(
     run: LabelledRun, label: Label, case: EvalCase, turns: list[Invocation], turn: int
 ) -> list[tuple[str, str]]:
     """What is wrong with a label given its turn: ``(key, message)`` each."""
-    if label.criterion in LAST_TURN and turn != len(turns) - 1:
+    how = labelling(label.criterion)
+    if how is None:
+        return []
+    if how.last_turn and turn != len(turns) - 1:
         last = turns[-1].invocation_id
         named = f" (or its id, {last})" if last else ""
         message = (
@@ -271,19 +263,17 @@ def _at_turn(
         )
         return [("invocation", message)]
     found = []
-    if label.criterion == COHERENCE and (
-        case.conversation is None or len(case.conversation) != len(turns)
-    ):
+    if how.needs_expected and (case.conversation is None or len(case.conversation) != len(turns)):
         message = (
-            f"{COHERENCE} needs the case's expected invocations, one per recorded turn "
+            f"{label.criterion} needs the case's expected invocations, one per recorded turn "
             f"({len(turns)}); the case has {len(case.conversation or [])}"
         )
         found.append(("case", message))
-    rubric_type = RUBRIC_TYPES.get(label.criterion)
+    rubric_type = how.rubric_type
     if rubric_type is None or label.rubric is None:
         return found
-    if label.criterion == RUBRIC_MULTI_TURN:
-        rubrics = conversation_rubric_ids(run.config, case, turns)
+    if how.last_turn:
+        rubrics = conversation_rubric_ids(run.config, case, turns, label.criterion)
         where = "the conversation"
     else:
         rubrics = _rubric_ids(run.config, label.criterion, case, turns, turn, rubric_type)
@@ -331,18 +321,28 @@ class _NoJudge:
 
 
 def conversation_rubric_ids(
-    config: EvalConfig, case: EvalCase, turns: list[Invocation]
+    config: EvalConfig,
+    case: EvalCase,
+    turns: list[Invocation],
+    criterion_name: str = "rubric_based_multi_turn_trajectory_quality_v1",
 ) -> list[str] | str:
-    """The ids of the rubrics ``rubric_based_multi_turn_trajectory_quality_v1`` asks about for
-    the whole conversation, as the metric picks them; or why it cannot judge the case."""
-    configured = config.criteria.get(RUBRIC_MULTI_TURN)
+    """The ids of the rubrics a rubric criterion judged once on the whole conversation asks
+    about (``rubric_based_multi_turn_trajectory_quality_v1``: its metric's ``last_rubrics``), as
+    the metric picks them; or why it cannot judge the case."""
+    declared = declaration_of(criterion_name)
+    if declared is None:
+        return f"no metric is declared as {criterion_name}"
+    configured = config.criteria.get(criterion_name)
     criterion = (
         configured
         if isinstance(configured, RubricsBasedCriterion)
         else RubricsBasedCriterion(threshold=configured.threshold if configured else 0.5)
     )
-    metric = RubricMultiTurnTrajectoryQualityMetric(criterion, Judge(_NoJudge(), RUBRIC_MULTI_TURN))
-    chosen = metric.last_rubrics(turns, case.conversation, case)
+    metric = declared.create(criterion, Judge(_NoJudge(), criterion_name))
+    last_rubrics = getattr(metric, "last_rubrics", None)
+    if last_rubrics is None:
+        return f"{criterion_name} picks no rubrics for the conversation"
+    chosen = last_rubrics(turns, case.conversation, case)
     return chosen if isinstance(chosen, str) else [r.rubric_id for r in chosen]
 
 
@@ -365,7 +365,7 @@ def _mixed(file: Path, labels: list[Label]) -> list[Problem]:
     first: dict[str, tuple[bool, int]] = {}
     found = []
     for index, label in enumerate(labels):
-        if label.criterion not in ANSWER_LABELS:
+        if label.criterion not in ANSWER_LABELS:  # labelled per sentence or per answer
             continue
         by_sentence = label.sentence is not None
         seen = first.setdefault(label.criterion, (by_sentence, index))

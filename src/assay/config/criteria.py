@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pydantic import (
@@ -131,7 +131,43 @@ class LlmBackedUserSimulatorCriterion(LlmAsAJudgeCriterion):
     stop_signal: str = "</finished>"
 
 
-CRITERION_TYPES: Mapping[str, type[BaseCriterion]] = {
+class CriterionTypes(Mapping[str, type[BaseCriterion]]):
+    """Metric name -> the criterion model its config entry is validated as.
+
+    It holds ADK 2.13's metrics (:data:`ADK_CRITERION_TYPES`) and the metrics registered since
+    (:func:`assay.metrics.registry.register_metric` adds each from its declaration), so a config
+    may name a metric of one's own; the config itself knows no metric module."""
+
+    def __init__(self, builtin: Mapping[str, type[BaseCriterion]]) -> None:
+        self._builtin = dict(builtin)
+        self._types = dict(builtin)
+
+    def __getitem__(self, name: str) -> type[BaseCriterion]:
+        return self._types[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._types)
+
+    def __len__(self) -> int:
+        return len(self._types)
+
+    def add(self, name: str, kind: type[BaseCriterion]) -> None:
+        """Let configs name the metric ``name``, validated as ``kind``; ADK's own names, and the
+        informational ones, cannot be redefined."""
+        if name in self._builtin or name in INFORMATIONAL_METRICS:
+            raise ValueError(f"'{name}' is one of ADK's metrics; give the metric another name")
+        if kind not in {*self._builtin.values(), BaseCriterion}:
+            known = ", ".join(sorted({t.__name__ for t in self._builtin.values()}))
+            raise ValueError(f"a criterion must be one of the config's models ({known})")
+        self._types[name] = kind
+
+    def remove(self, name: str) -> None:
+        """Forget a metric added with :meth:`add` (ADK's own stay)."""
+        if name not in self._builtin:
+            self._types.pop(name, None)
+
+
+ADK_CRITERION_TYPES: Mapping[str, type[BaseCriterion]] = {
     "tool_trajectory_avg_score": ToolTrajectoryCriterion,
     "response_match_score": BaseCriterion,
     "response_evaluation_score": BaseCriterion,
@@ -147,7 +183,8 @@ CRITERION_TYPES: Mapping[str, type[BaseCriterion]] = {
     "multi_turn_tool_use_quality_v1": BaseCriterion,
     "rubric_based_multi_turn_trajectory_quality_v1": RubricsBasedCriterion,
 }
-"""Every metric a config may name, and the criterion model its entry is validated against."""
+"""ADK 2.13's metrics, and the criterion model each one's entry is validated against."""
+
 
 INFORMATIONAL_METRICS = (
     "tool_call_count_v1",
@@ -161,3 +198,7 @@ DEFAULT_CRITERIA: Mapping[str, float] = {
     "tool_trajectory_avg_score": 1.0,
     "response_match_score": 0.8,
 }
+
+CRITERION_TYPES = CriterionTypes(ADK_CRITERION_TYPES)
+"""Every metric a config may name, and the criterion model its entry is validated against:
+ADK's, then those registered (:class:`CriterionTypes`)."""

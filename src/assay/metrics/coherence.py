@@ -45,6 +45,7 @@ from assay.metrics.base import (
     paired_or_reason,
     status_for,
 )
+from assay.metrics.declaration import Labelling, MetricDeclaration
 from assay.metrics.judging import Parsed, ask_samples, gather_in_order, json_objects
 from assay.metrics.notes import InvocationNotes, JudgeSample, MetricNotes
 from assay.metrics.prompts import coherence as prompts
@@ -303,3 +304,19 @@ def _first_reason(outcomes: Sequence[_Outcome]) -> str:
     first = outcomes[0].notes
     label = f"invocation 1 ({first.invocation_id})" if first.invocation_id else "invocation 1"
     return f"no invocation was scored; {label}: {first.reason}"
+
+
+DECLARATION = MetricDeclaration(
+    CoherenceMetric,
+    applies_to="conversation",
+    prompts="coherence",
+    labelling=Labelling(
+        labels=("coherent", "incoherent"),
+        field="rating",
+        positive=("3", "4", "5"),
+        threshold=3.0,  # "somewhat coherent": the least 1-5 rating that is the judge saying yes
+        needs_expected=True,
+    ),
+)
+"""What ``response_evaluation_score`` is; a turn is labelled ``coherent`` when its rating is at
+least 3, whatever the criterion's threshold (which applies to the mean over the turns)."""

@@ -36,6 +36,7 @@ from assay.config import BaseCriterion
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation, InvocationEvents
 from assay.metrics.base import EvalStatus, Metric, MetricInfo, MetricResult, PerInvocationResult
+from assay.metrics.declaration import MetricDeclaration
 
 TOKEN_USAGE_FIELDS = (
     "total_tokens",
@@ -406,3 +407,15 @@ EFFICIENCY_METRICS: Mapping[str, Callable[[BaseCriterion | None], Metric]] = {
     InvocationDurationMetric.info.name: InvocationDurationMetric,
 }
 """Metric name -> factory, in the order ADK appends them to every run."""
+
+
+DECLARATIONS: tuple[MetricDeclaration, ...] = tuple(
+    MetricDeclaration(metric)
+    for metric in (
+        ToolCallCountMetric,
+        InferenceCallCountMetric,
+        TokenUsageMetric,
+        InvocationDurationMetric,
+    )
+)
+"""What the informational efficiency metrics are, in the order ADK appends them to every run."""

@@ -41,6 +41,7 @@ from assay.metrics.base import (
     paired_or_reason,
     status_for,
 )
+from assay.metrics.declaration import Labelling, MetricDeclaration
 from assay.metrics.judging import (
     Parsed,
     SampleOutcome,
@@ -267,3 +268,18 @@ class FinalResponseMatchV2Metric:
             per_invocation=per_invocation,
             notes=notes,
         )
+
+
+DECLARATION = MetricDeclaration(
+    FinalResponseMatchV2Metric,
+    criterion=LlmAsAJudgeCriterion,
+    applies_to="conversation",
+    prompts="final_response_match",
+    labelling=Labelling(
+        labels=("valid", "invalid"),
+        field="is_the_agent_response_valid",
+        positive=("valid",),
+        exemplars=True,
+    ),
+)
+"""What ``final_response_match_v2`` is (:class:`~assay.metrics.declaration.MetricDeclaration`)."""

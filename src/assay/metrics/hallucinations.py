@@ -60,6 +60,7 @@ from assay.metrics.base import (
     paired_expected,
     status_for,
 )
+from assay.metrics.declaration import Labelling, MetricDeclaration
 from assay.metrics.judging import (
     Parsed,
     SampleOutcome,
@@ -543,3 +544,18 @@ def _case_reason(outcomes: Sequence[_InvocationOutcome]) -> str:
     first = outcomes[0].notes
     label = f"invocation 1 ({first.invocation_id})" if first.invocation_id else "invocation 1"
     return f"no invocation was scored; {label}: {first.reason}"
+
+
+DECLARATION = MetricDeclaration(
+    HallucinationsMetric,
+    criterion=HallucinationsCriterion,
+    prompts="hallucinations",
+    labelling=Labelling(
+        labels=("supported", "unsupported", "contradictory", "disputed", "not_applicable"),
+        field="label",
+        positive=("supported", "not_applicable"),
+        unit="sentence",
+        answer_labels=("grounded", "ungrounded"),
+    ),
+)
+"""What ``hallucinations_v1`` is (:class:`~assay.metrics.declaration.MetricDeclaration`)."""

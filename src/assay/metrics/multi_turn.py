@@ -53,6 +53,7 @@ from assay.metrics.base import (
     paired_expected,
     status_for,
 )
+from assay.metrics.declaration import Labelling, MetricDeclaration
 from assay.metrics.judging import SampleOutcome, ask_samples
 from assay.metrics.notes import InvocationNotes, JudgeSample, MetricNotes
 from assay.metrics.prompts import multi_turn as prompts
@@ -318,3 +319,26 @@ class MultiTurnToolUseQualityMetric(MultiTurnMetric):
         source="vertex",
     )
     vertex_metric: ClassVar[str] = "MULTI_TURN_TOOL_USE_QUALITY"
+
+
+def _declaration(metric: type[MultiTurnMetric]) -> MetricDeclaration:
+    # People label the conversation; the judge's label is its score (the share of the five
+    # rubrics met) against the criterion's threshold.
+    return MetricDeclaration(
+        metric,
+        prompts="multi_turn",
+        shared_prompts="rubric_multi_turn",
+        labelling=Labelling(
+            labels=("yes", "no"),
+            field="verdict",
+            positive=("yes",),
+            unit="conversation",
+            threshold=None,
+            last_turn=True,
+        ),
+    )
+
+
+TASK_SUCCESS_DECLARATION = _declaration(MultiTurnTaskSuccessMetric)
+TRAJECTORY_QUALITY_DECLARATION = _declaration(MultiTurnTrajectoryQualityMetric)
+TOOL_USE_QUALITY_DECLARATION = _declaration(MultiTurnToolUseQualityMetric)

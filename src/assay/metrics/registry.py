@@ -7,46 +7,29 @@ with the provider's reason (which says how to get one). Names the config knows b
 implements yet score NOT_EVALUATED with the reason "not implemented yet" instead of failing the
 run.
 
-What each metric is (its :class:`MetricInfo`) is registered beside its factory, for the judged
-ones as a loader that imports their module only when asked; :meth:`MetricRegistry.catalog`
-lists every metric with those facts, the default threshold and whether it is implemented
-(``assay metrics`` prints it).
+Every built-in metric is added from its :class:`~assay.metrics.declaration.MetricDeclaration`,
+declared beside its implementation (the judged ones through a loader that imports their module
+only when asked); a metric of one's own is added the same way with one line,
+:func:`register_metric`. :meth:`MetricRegistry.catalog` lists every metric with its info, its
+default threshold and whether it is implemented (``assay metrics`` prints it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache, partial
 from importlib import import_module
-from typing import Any, ClassVar, Literal, Protocol, cast
+from typing import Any, ClassVar, Protocol
 
-from assay.config import (
-    CRITERION_TYPES,
-    DEFAULT_CRITERIA,
-    BaseCriterion,
-    HallucinationsCriterion,
-    LlmAsAJudgeCriterion,
-    LlmBackedUserSimulatorCriterion,
-    RubricsBasedCriterion,
-    ToolTrajectoryCriterion,
-)
+from assay.config import CRITERION_TYPES, DEFAULT_CRITERIA, BaseCriterion
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
 from assay.llm.judge import Judge
+from assay.metrics import efficiency, rouge, trajectory
 from assay.metrics.base import Metric, MetricInfo, MetricResult, not_evaluated
-from assay.metrics.efficiency import (
-    EFFICIENCY_METRICS,
-    InferenceCallCountMetric,
-    InvocationDurationMetric,
-    TokenUsageMetric,
-    ToolCallCountMetric,
-)
-from assay.metrics.rouge import ResponseMatchMetric
-from assay.metrics.trajectory import ToolTrajectoryMetric
-
-CaseKind = Literal["conversation", "scenario"]
-"""The kind of case a metric applies to: a static ``conversation`` (it compares against the
-expected invocations) or a ``conversation_scenario`` (it judges the simulated user)."""
+from assay.metrics.declaration import CaseKind as CaseKind
+from assay.metrics.declaration import MetricDeclaration
 
 MetricFactory = Callable[[Any], Metric]
 JudgedMetricFactory = Callable[[Any, Judge], Metric]
@@ -107,6 +90,7 @@ class MetricRegistry:
         self._judged: dict[str, JudgedMetricFactory] = {}
         self._applies: dict[str, CaseKind] = {}
         self._info: dict[str, InfoSource] = {}
+        self._declared: dict[str, Callable[[], MetricDeclaration]] = {}
 
     def register(
         self,
@@ -140,6 +124,33 @@ class MetricRegistry:
         self._set_applies(name, applies_to)
         self._set_info(name, info)
 
+    def declare(self, declaration: MetricDeclaration, *, override: bool = False) -> None:
+        """Add a metric from its declaration (its name, factory, judge, case kind and info)."""
+        self._add(declaration.name, declaration.judged, lambda: declaration, override)
+
+    def declare_lazily(
+        self, name: str, load: Callable[[], MetricDeclaration], *, override: bool = False
+    ) -> None:
+        """Add the judged metric ``name`` whose declaration ``load`` returns, called (importing
+        its module) only when the metric is built or asked about."""
+        self._add(name, True, load, override)
+
+    def _add(
+        self, name: str, judged: bool, load: Callable[[], MetricDeclaration], override: bool
+    ) -> None:
+        if judged:
+            self.register_judged(name, lambda c, j: load().create(c, j), override=override)
+        else:
+            self.register(name, lambda c: load().create(c), override=override)
+        self._info[name] = lambda: load().info
+        self._declared[name] = load
+
+    def declaration(self, name: str) -> MetricDeclaration | None:
+        """The declaration of the registered metric ``name``, or None when it was registered
+        without one (or is not registered)."""
+        load = self._declared.get(name)
+        return load() if load is not None else None
+
     def _set_info(self, name: str, info: InfoSource | None) -> None:
         if info is None:
             self._info.pop(name, None)
@@ -168,7 +179,9 @@ class MetricRegistry:
             info = self.info(name) or MetricInfo(
                 name=name, description="", needs_judge=self.is_judged(name)
             )
-            entries.append(MetricEntry(info, True, DEFAULT_CRITERIA.get(name)))
+            declared = self.declaration(name)
+            default = declared.default_threshold if declared else DEFAULT_CRITERIA.get(name)
+            entries.append(MetricEntry(info, True, default))
         for name in self.unimplemented():
             info = MetricInfo(name=name, description="")
             entries.append(MetricEntry(info, False, DEFAULT_CRITERIA.get(name)))
@@ -182,13 +195,15 @@ class MetricRegistry:
 
     def applies_to(self, name: str) -> CaseKind | None:
         """The one kind of case the metric applies to, or None for every case."""
-        return self._applies.get(name)
+        declared = self.declaration(name)
+        return declared.applies_to if declared is not None else self._applies.get(name)
 
     def _check_new(self, name: str, override: bool) -> None:
         if self.is_registered(name) and not override:
             raise ValueError(f"metric '{name}' is already registered")
         self._factories.pop(name, None)
         self._judged.pop(name, None)
+        self._declared.pop(name, None)
 
     def names(self) -> list[str]:
         """The registered metric names."""
@@ -227,182 +242,92 @@ class MetricRegistry:
         return factory(criterion)
 
 
-def _trajectory(criterion: Any) -> Metric:
-    return ToolTrajectoryMetric(cast(ToolTrajectoryCriterion, criterion))
+BUILTIN_DECLARATIONS: tuple[MetricDeclaration, ...] = (
+    trajectory.DECLARATION,
+    rouge.DECLARATION,
+    *efficiency.DECLARATIONS,
+)
+"""The deterministic and efficiency metrics (their modules are imported already)."""
 
-
-def _rouge(criterion: Any) -> Metric:
-    return ResponseMatchMetric(cast(BaseCriterion, criterion))
-
-
-BUILTIN_METRICS: Mapping[str, MetricFactory] = {
-    "tool_trajectory_avg_score": _trajectory,
-    "response_match_score": _rouge,
-}
-
-BUILTIN_INFO: Mapping[str, MetricInfo] = {
-    metric.info.name: metric.info
-    for metric in (
-        ToolTrajectoryMetric,
-        ResponseMatchMetric,
-        ToolCallCountMetric,
-        InferenceCallCountMetric,
-        TokenUsageMetric,
-        InvocationDurationMetric,
-    )
-}
-"""What the deterministic and efficiency metrics are (their modules are imported already)."""
-
-# The judged metrics' modules are imported when a metric is built, so that importing the
-# registry stays cheap for runs that use no judge.
-
-
-def _final_response_match(criterion: Any, judge: Judge) -> Metric:
-    from assay.metrics.final_response_match import FinalResponseMatchV2Metric
-
-    return FinalResponseMatchV2Metric(cast(LlmAsAJudgeCriterion, criterion), judge)
-
-
-def _rubric_final_response(criterion: Any, judge: Judge) -> Metric:
-    from assay.metrics.rubrics import RubricFinalResponseQualityMetric
-
-    return RubricFinalResponseQualityMetric(cast(RubricsBasedCriterion, criterion), judge)
-
-
-def _rubric_tool_use(criterion: Any, judge: Judge) -> Metric:
-    from assay.metrics.rubrics import RubricToolUseQualityMetric
-
-    return RubricToolUseQualityMetric(cast(RubricsBasedCriterion, criterion), judge)
-
-
-def _rubric_multi_turn(criterion: Any, judge: Judge) -> Metric:
-    from assay.metrics.rubric_multi_turn import RubricMultiTurnTrajectoryQualityMetric
-
-    return RubricMultiTurnTrajectoryQualityMetric(cast(RubricsBasedCriterion, criterion), judge)
-
-
-def _hallucinations(criterion: Any, judge: Judge) -> Metric:
-    from assay.metrics.hallucinations import HallucinationsMetric
-
-    return HallucinationsMetric(cast(HallucinationsCriterion, criterion), judge)
-
-
-def _safety(criterion: Any, judge: Judge) -> Metric:
-    from assay.metrics.safety import SafetyMetric
-
-    return SafetyMetric(cast(BaseCriterion, criterion), judge)
-
-
-def _coherence(criterion: Any, judge: Judge) -> Metric:
-    from assay.metrics.coherence import CoherenceMetric
-
-    return CoherenceMetric(cast(BaseCriterion, criterion), judge)
-
-
-def _multi_turn(target: str) -> JudgedMetricFactory:
-    """The factory of the conversation-level metric class at ``module:Class``."""
-
-    def make(criterion: Any, judge: Judge) -> Metric:
-        module, _, attribute = target.partition(":")
-        metric: Metric = getattr(import_module(module), attribute)(
-            cast(BaseCriterion, criterion), judge
-        )
-        return metric
-
-    return make
-
-
-_TASK_SUCCESS = "assay.metrics.multi_turn:MultiTurnTaskSuccessMetric"
-_TRAJECTORY_QUALITY = "assay.metrics.multi_turn:MultiTurnTrajectoryQualityMetric"
-_TOOL_USE_QUALITY = "assay.metrics.multi_turn:MultiTurnToolUseQualityMetric"
-
-
-def _simulator_quality(criterion: Any, judge: Judge) -> Metric:
-    from assay.metrics.simulator_quality import UserSimulatorQualityMetric
-    from assay.simulation.personas import BUILTIN_PERSONAS
-
-    return UserSimulatorQualityMetric(
-        cast(LlmBackedUserSimulatorCriterion, criterion), judge, personas=BUILTIN_PERSONAS.get
-    )
-
-
-JUDGED_METRICS: Mapping[str, JudgedMetricFactory] = {
-    "final_response_match_v2": _final_response_match,
-    "rubric_based_final_response_quality_v1": _rubric_final_response,
-    "rubric_based_tool_use_quality_v1": _rubric_tool_use,
-    "rubric_based_multi_turn_trajectory_quality_v1": _rubric_multi_turn,
-    "hallucinations_v1": _hallucinations,
-    "safety_v1": _safety,
-    "response_evaluation_score": _coherence,
-    "multi_turn_task_success_v1": _multi_turn(_TASK_SUCCESS),
-    "multi_turn_trajectory_quality_v1": _multi_turn(_TRAJECTORY_QUALITY),
-    "multi_turn_tool_use_quality_v1": _multi_turn(_TOOL_USE_QUALITY),
-    "per_turn_user_simulator_quality_v1": _simulator_quality,
-}
-"""The LLM-judged criteria; each factory gets its criterion and the judge chosen for it."""
-
-
-def _info_of(target: str) -> Callable[[], MetricInfo]:
-    """A loader of the ``info`` of the metric class at ``module:Class``, imported when called."""
-
-    def load() -> MetricInfo:
-        module, _, attribute = target.partition(":")
-        info = getattr(import_module(module), attribute).info
-        if not isinstance(info, MetricInfo):
-            raise TypeError(f"{target}.info is not a MetricInfo")
-        return info
-
-    return load
-
-
-JUDGED_INFO: Mapping[str, Callable[[], MetricInfo]] = {
-    "final_response_match_v2": _info_of(
-        "assay.metrics.final_response_match:FinalResponseMatchV2Metric"
+JUDGED_DECLARATIONS: tuple[tuple[str, str], ...] = (
+    ("final_response_match_v2", "assay.metrics.final_response_match:DECLARATION"),
+    ("rubric_based_final_response_quality_v1", "assay.metrics.rubric_declarations:FINAL_RESPONSE"),
+    ("rubric_based_tool_use_quality_v1", "assay.metrics.rubric_declarations:TOOL_USE"),
+    (
+        "rubric_based_multi_turn_trajectory_quality_v1",
+        "assay.metrics.rubric_multi_turn:DECLARATION",
     ),
-    "rubric_based_final_response_quality_v1": _info_of(
-        "assay.metrics.rubrics:RubricFinalResponseQualityMetric"
-    ),
-    "rubric_based_tool_use_quality_v1": _info_of(
-        "assay.metrics.rubrics:RubricToolUseQualityMetric"
-    ),
-    "rubric_based_multi_turn_trajectory_quality_v1": _info_of(
-        "assay.metrics.rubric_multi_turn:RubricMultiTurnTrajectoryQualityMetric"
-    ),
-    "hallucinations_v1": _info_of("assay.metrics.hallucinations:HallucinationsMetric"),
-    "safety_v1": _info_of("assay.metrics.safety:SafetyMetric"),
-    "response_evaluation_score": _info_of("assay.metrics.coherence:CoherenceMetric"),
-    "multi_turn_task_success_v1": _info_of(_TASK_SUCCESS),
-    "multi_turn_trajectory_quality_v1": _info_of(_TRAJECTORY_QUALITY),
-    "multi_turn_tool_use_quality_v1": _info_of(_TOOL_USE_QUALITY),
-    "per_turn_user_simulator_quality_v1": _info_of(
-        "assay.metrics.simulator_quality:UserSimulatorQualityMetric"
-    ),
-}
-"""What the judged metrics are, read from their classes when asked (importing their modules)."""
+    ("hallucinations_v1", "assay.metrics.hallucinations:DECLARATION"),
+    ("safety_v1", "assay.metrics.safety:DECLARATION"),
+    ("response_evaluation_score", "assay.metrics.coherence:DECLARATION"),
+    ("multi_turn_task_success_v1", "assay.metrics.multi_turn:TASK_SUCCESS_DECLARATION"),
+    ("multi_turn_trajectory_quality_v1", "assay.metrics.multi_turn:TRAJECTORY_QUALITY_DECLARATION"),
+    ("multi_turn_tool_use_quality_v1", "assay.metrics.multi_turn:TOOL_USE_QUALITY_DECLARATION"),
+    ("per_turn_user_simulator_quality_v1", "assay.metrics.simulator_quality:DECLARATION"),
+)
+"""The LLM-judged metrics, each with where its declaration is: the index only, every fact about
+the metric is in its declaration, read (its module imported) when a metric is built or asked
+about, so that importing the registry stays cheap for runs that use no judge."""
 
 
-APPLIES_TO: Mapping[str, CaseKind] = {
-    "tool_trajectory_avg_score": "conversation",
-    "response_match_score": "conversation",
-    "final_response_match_v2": "conversation",
-    "response_evaluation_score": "conversation",
-    "per_turn_user_simulator_quality_v1": "scenario",
-}
-"""The built-in metrics that apply to one kind of case only: those comparing against expected
-invocations need a static conversation; the simulated user's judge needs a scenario."""
+@cache
+def _load(target: str) -> MetricDeclaration:
+    """The declaration at ``module:ATTRIBUTE``, its module imported now."""
+    module, _, attribute = target.partition(":")
+    found = getattr(import_module(module), attribute)
+    if not isinstance(found, MetricDeclaration):
+        raise TypeError(f"{target} is not a MetricDeclaration")
+    return found
+
+
+_REGISTERED: dict[str, MetricDeclaration] = {}
+"""The metrics registered with :func:`register_metric`, in registration order."""
+
+
+def register_metric(declaration: MetricDeclaration, *, override: bool = False) -> None:
+    """Make a metric of one's own known everywhere, from its declaration alone: configs may name
+    it (it is added to :data:`~assay.config.CRITERION_TYPES`), :func:`default_registry` builds
+    it, ``assay metrics`` lists it, and the agreement tools and reports read its declaration.
+    Registering a name twice is an error unless ``override``; ADK's names cannot be taken."""
+    name = declaration.name
+    if not override and (name in _REGISTERED or declaration_of(name) is not None):
+        raise ValueError(f"metric '{name}' is already registered")
+    CRITERION_TYPES.add(name, declaration.criterion)
+    _REGISTERED[name] = declaration
+
+
+def unregister_metric(name: str) -> None:
+    """Forget a metric registered with :func:`register_metric` (nothing when it was not)."""
+    if _REGISTERED.pop(name, None) is not None:
+        CRITERION_TYPES.remove(name)
+
+
+def declaration_of(name: str) -> MetricDeclaration | None:
+    """The declaration of the metric ``name`` (registered or built in; a judged one's module is
+    imported now), or None for a name no declared metric has."""
+    if name in _REGISTERED:
+        return _REGISTERED[name]
+    found = next((d for d in BUILTIN_DECLARATIONS if d.name == name), None)
+    if found is not None:
+        return found
+    target = dict(JUDGED_DECLARATIONS).get(name)
+    return _load(target) if target is not None else None
+
+
+def declarations() -> list[MetricDeclaration]:
+    """Every declared metric, built-in then registered (importing the judged metrics' modules)."""
+    judged = [_load(target) for _, target in JUDGED_DECLARATIONS]
+    return [*BUILTIN_DECLARATIONS, *judged, *_REGISTERED.values()]
 
 
 def default_registry() -> MetricRegistry:
-    """A registry holding every built-in metric."""
+    """A registry holding every built-in metric, then every one registered with
+    :func:`register_metric`."""
     registry = MetricRegistry()
-    for name, factory in BUILTIN_METRICS.items():
-        registry.register(
-            name, factory, applies_to=APPLIES_TO.get(name), info=BUILTIN_INFO.get(name)
-        )
-    for name, efficiency_factory in EFFICIENCY_METRICS.items():
-        registry.register(name, efficiency_factory, info=BUILTIN_INFO.get(name))
-    for name, judged in JUDGED_METRICS.items():
-        registry.register_judged(
-            name, judged, applies_to=APPLIES_TO.get(name), info=JUDGED_INFO.get(name)
-        )
+    for declared in BUILTIN_DECLARATIONS:
+        registry.declare(declared)
+    for name, target in JUDGED_DECLARATIONS:
+        registry.declare_lazily(name, partial(_load, target))
+    for declared in _REGISTERED.values():
+        registry.declare(declared)
     return registry

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from assay.config import BaseCriterion
+from assay.config import DEFAULT_CRITERIA, BaseCriterion
 from assay.evalset.case import EvalCase
 from assay.evalset.content import content_text
 from assay.evalset.invocation import Invocation
@@ -38,6 +38,7 @@ from assay.metrics.base import (
     paired_or_reason,
     status_for,
 )
+from assay.metrics.declaration import MetricDeclaration
 
 _ASCII_SEPARATORS = re.compile(r"[^a-z0-9]+")
 
@@ -173,3 +174,12 @@ class ResponseMatchMetric:
                 PerInvocationResult(act, exp, score, status_for(score, threshold))
             )
         return mean_result(self.info.name, self.criterion, per_invocation)
+
+
+DECLARATION = MetricDeclaration(
+    ResponseMatchMetric,
+    applies_to="conversation",
+    default_threshold=DEFAULT_CRITERIA.get(ResponseMatchMetric.info.name),
+    report="overlap",
+)
+"""What ``response_match_score`` is (:class:`~assay.metrics.declaration.MetricDeclaration`)."""

@@ -26,11 +26,13 @@ import asyncio
 from collections.abc import Sequence
 from typing import ClassVar
 
+from assay.config import RubricsBasedCriterion
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
 from assay.evalset.rubric import Rubric
 from assay.metrics import conversation
 from assay.metrics.base import MetricInfo, MetricResult, PerInvocationResult, not_evaluated
+from assay.metrics.declaration import Labelling, MetricDeclaration
 from assay.metrics.judging import sample_limit, total_usage
 from assay.metrics.notes import InvocationNotes, MetricNotes
 from assay.metrics.prompts import rubric_multi_turn as prompts
@@ -121,3 +123,19 @@ class RubricMultiTurnTrajectoryQualityMetric(RubricMetricBase):
             last = judged.notes.reason
             result.reason = f"no rubric was scored: {last}" if last else "no rubric was scored"
         return result
+
+
+DECLARATION = MetricDeclaration(
+    RubricMultiTurnTrajectoryQualityMetric,
+    criterion=RubricsBasedCriterion,
+    prompts="rubric_multi_turn",
+    labelling=Labelling(
+        labels=("yes", "no"),
+        field="verdict",
+        positive=("yes",),
+        unit="rubric",
+        last_turn=True,
+        rubric_type=TRAJECTORY_QUALITY,
+    ),
+)
+"""What ``rubric_based_multi_turn_trajectory_quality_v1`` is."""

@@ -43,6 +43,7 @@ from assay.metrics.base import (
     paired_expected,
     status_for,
 )
+from assay.metrics.declaration import Labelling, MetricDeclaration
 from assay.metrics.judging import Parsed, SampleOutcome, ask_samples, gather_in_order, json_objects
 from assay.metrics.notes import InvocationNotes, JudgeSample, MetricNotes
 from assay.metrics.prompts import safety as prompts
@@ -330,3 +331,17 @@ def _case_reason(unavailable: str | None, outcomes: Sequence[_Outcome]) -> str:
     first = outcomes[0].notes
     label = f"invocation 1 ({first.invocation_id})" if first.invocation_id else "invocation 1"
     return f"no invocation was scored; {label}: {first.reason}"
+
+
+DECLARATION = MetricDeclaration(
+    SafetyMetric,
+    prompts="safety",
+    labelling=Labelling(
+        labels=("safe", "unsafe"),
+        field="verdict",
+        positive=("safe",),
+        threshold=0.5,
+        exemplars=True,
+    ),
+)
+"""What ``safety_v1`` is (:class:`~assay.metrics.declaration.MetricDeclaration`)."""

@@ -46,6 +46,7 @@ from assay.metrics.base import (
     not_evaluated,
     status_for,
 )
+from assay.metrics.declaration import Labelling, MetricDeclaration
 from assay.metrics.judging import (
     Parsed,
     SampleOutcome,
@@ -404,3 +405,22 @@ class UserSimulatorQualityMetric:
             per_invocation=per_invocation,
             notes=notes,
         )
+
+
+def _with_builtin_personas(
+    criterion: LlmBackedUserSimulatorCriterion, judge: Judge
+) -> UserSimulatorQualityMetric:
+    from assay.simulation.personas import BUILTIN_PERSONAS
+
+    return UserSimulatorQualityMetric(criterion, judge, personas=BUILTIN_PERSONAS.get)
+
+
+DECLARATION = MetricDeclaration(
+    UserSimulatorQualityMetric,
+    criterion=LlmBackedUserSimulatorCriterion,
+    build=_with_builtin_personas,
+    applies_to="scenario",
+    prompts="simulator_quality",
+    labelling=Labelling(labels=("yes", "no"), field="is_valid", positive=("true",)),
+)
+"""What ``per_turn_user_simulator_quality_v1`` is (:class:`~assay.metrics.declaration.MetricDeclaration`)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from assay.config import MatchType, ToolTrajectoryCriterion
+from assay.config import DEFAULT_CRITERIA, MatchType, ToolTrajectoryCriterion
 from assay.evalset.case import EvalCase
 from assay.evalset.content import FunctionCall, JsonObject
 from assay.evalset.invocation import Invocation
@@ -30,6 +30,7 @@ from assay.metrics.base import (
     paired_or_reason,
     status_for,
 )
+from assay.metrics.declaration import MetricDeclaration
 
 # A call as the matchers compare it: ``(name, args)``, or the name alone when args are ignored.
 # Comparing tuples and lists compares their items with ``==`` (actual on the left), exactly as
@@ -142,3 +143,13 @@ class ToolTrajectoryMetric:
                 PerInvocationResult(act, exp, score, status_for(score, threshold))
             )
         return mean_result(self.info.name, self.criterion, per_invocation)
+
+
+DECLARATION = MetricDeclaration(
+    ToolTrajectoryMetric,
+    criterion=ToolTrajectoryCriterion,
+    applies_to="conversation",
+    default_threshold=DEFAULT_CRITERIA.get(ToolTrajectoryMetric.info.name),
+    report="trajectory",
+)
+"""What ``tool_trajectory_avg_score`` is (:class:`~assay.metrics.declaration.MetricDeclaration`)."""

@@ -3,7 +3,8 @@
 Nothing here is stored: the line is made from the invocations (expected and actual tool calls),
 the per-invocation verdicts and the judges' notes, so it reads the same for a results file
 written today and one written before this module existed. NOT_EVALUATED has its reason
-recorded (``assay.metric_reasons``, or the case's own reason); FAILED gets, by metric:
+recorded (``assay.metric_reasons``, or the case's own reason); FAILED gets, by what its metric's declaration says of its report
+(:data:`~assay.metrics.declaration.ReportDetail`):
 
 * the tool trajectory: the first expected call that was not made (or the unexpected call, or
   the order), in the first turn that failed;
@@ -29,6 +30,7 @@ from assay.evalset.invocation import Invocation
 from assay.metrics.base import EvalStatus
 from assay.metrics.efficiency import NO_VALUE_REASONS
 from assay.metrics.notes import InvocationNotes, MetricNotes
+from assay.metrics.registry import declaration_of
 from assay.report.numbers import score_text
 from assay.results.model import EvalCaseResult, EvalMetricResult
 
@@ -53,11 +55,13 @@ def why(case: EvalCaseResult, row: EvalMetricResult) -> str:
     if row.eval_status is not EvalStatus.FAILED:
         return ""
     failing = _failing_turns(case, row.metric_name)
-    if row.metric_name == "tool_trajectory_avg_score":
+    declared = declaration_of(row.metric_name)
+    detail = declared.report if declared is not None else "verdict"
+    if detail == "trajectory":
         text = _trajectory(
             case, failing, ignore_args=bool((row.criterion or {}).get("ignore_args"))
         )
-    elif row.metric_name == "response_match_score":
+    elif detail == "overlap":
         text = _overlap(failing, row.threshold)
     else:
         text = _judged(case.assay.metrics.get(row.metric_name), failing)
