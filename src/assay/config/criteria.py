@@ -177,7 +177,7 @@ ADK_CRITERION_TYPES: Mapping[str, type[BaseCriterion]] = {
     "rubric_based_tool_use_quality_v1": RubricsBasedCriterion,
     "hallucinations_v1": HallucinationsCriterion,
     "per_turn_user_simulator_quality_v1": LlmBackedUserSimulatorCriterion,
-    # ADK 2.13's multi-turn metrics (Vertex-backed, and one rubric-based): known, not yet scored.
+    # ADK 2.13's multi-turn metrics: scored by the judge, or by Vertex AI when opted in.
     "multi_turn_task_success_v1": BaseCriterion,
     "multi_turn_trajectory_quality_v1": BaseCriterion,
     "multi_turn_tool_use_quality_v1": BaseCriterion,
