@@ -125,7 +125,7 @@ class GeminiServer:
 
     def start(self) -> GeminiServer:
         """Listen on a free port and serve in a background thread."""
-        handler = type("Handler", (_Handler,), {"stub": self})
+        handler = type("Handler", (self.handler_class(),), {"stub": self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
@@ -133,6 +133,10 @@ class GeminiServer:
         )
         self._thread.start()
         return self
+
+    def handler_class(self) -> type[_Handler]:
+        """The request handler this server serves with (a subclass serves another API)."""
+        return _Handler
 
     def close(self) -> None:
         """Stop serving and join the server thread."""
@@ -192,6 +196,11 @@ class GeminiServer:
             self._received.append(received)
 
     def _choose(self, body: dict[str, Any]) -> Reply:
+        chosen = self._queued_or_default(body)
+        return Reply(text=chosen) if isinstance(chosen, str) else chosen
+
+    def _queued_or_default(self, body: dict[str, Any]) -> Reply | str:
+        """The next queued reply, else the ``reply`` function's, else ``default``."""
         with self._lock:
             queued = self._queued.popleft() if self._queued else None
         if queued is None and self.reply is not None:
@@ -201,8 +210,7 @@ class GeminiServer:
                 with self._lock:
                     self.errors.append(repr(exc))
                 return Reply.error(500, f"stub reply function raised {exc!r}")
-        chosen = self.default if queued is None else queued
-        return Reply(text=chosen) if isinstance(chosen, str) else chosen
+        return self.default if queued is None else queued
 
 
 def _answer(reply: Reply, model: str, prompt: str) -> dict[str, Any]:
@@ -238,7 +246,8 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet."""
 
-    def do_POST(self) -> None:
+    def _receive(self) -> Received | None:
+        """Read and record the request; an OAuth refresh is answered here (then None)."""
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:
@@ -252,8 +261,14 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/token":  # an OAuth refresh (form-encoded, so body is None)
             token = {"access_token": self.stub.access_token, "expires_in": 3600}
             self._send(200, {**token, "token_type": "Bearer"})
+            return None
+        return received
+
+    def do_POST(self) -> None:
+        received = self._receive()
+        if received is None:
             return
-        route = received.route
+        path, body, route = received.path, received.body, received.route
         if route is None:
             self._send(404, _error(404, f"no route {path}"))
             return

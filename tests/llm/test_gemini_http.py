@@ -4,7 +4,8 @@
 The API-key route scores verdicts through ``assay eval``; the Vertex route authenticates with
 application default credentials (an ``external_account_authorized_user`` file whose token
 endpoint is the local server) and must reach the user's project, location and model; 429 and
-503 are retried (429 after its ``Retry-After``), 401 and 403 are not; the key is never shown.
+503 are retried (429 after its ``Retry-After``, else its ``RetryInfo`` delay), 401 and 403 are
+not; the key is never shown.
 """
 
 from __future__ import annotations
@@ -232,6 +233,22 @@ def test_a_429_is_retried_after_the_wait_its_retry_after_asks(
 
     assert (response.text, gemini.count()) == ("fine", 2)
     assert len(sleeps.delays) == 1 and sleeps.delays[0] >= 7.0
+
+
+def test_a_429_without_retry_after_waits_the_retry_delay_its_retry_info_asks(
+    gemini: GeminiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", API_KEY)
+    retry_info = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "13s"}
+    error = {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED"}
+    body = {"error": {**error, "details": [retry_info]}}
+    gemini.queue(Reply(status=429, body=body), "fine")  # no Retry-After header
+    sleeps = FakeSleep()
+
+    response = _ask(sleeps=sleeps)
+
+    assert (response.text, gemini.count()) == ("fine", 2)
+    assert sleeps.delays == [13.0]
 
 
 @pytest.mark.parametrize("status", [500, 503])

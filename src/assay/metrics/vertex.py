@@ -8,29 +8,37 @@ leaves every one of them NOT_EVALUATED with the reason, never a silent fallback 
 ``ASSAY_SAFETY_BACKEND`` (``judge`` or ``vertex``), the older switch, still decides ``safety_v1``
 when it is set. Vertex needs the ``assay[vertex]`` extra (google-cloud-aiplatform[evaluation])
 and either ``GOOGLE_CLOUD_PROJECT`` and ``GOOGLE_CLOUD_LOCATION`` or ``GOOGLE_API_KEY``: without
-them an opted-in metric is NOT_EVALUATED and says what is missing.
+them an opted-in metric is NOT_EVALUATED and says what is missing. ``GOOGLE_VERTEX_BASE_URL``, the
+variable google-genai reads for its own Vertex AI endpoint, points the evaluation client at another
+endpoint too (a proxy, or a local server in tests); unset, the SDK picks Google's endpoint.
 
 **Calls.** Single-turn metrics send one row (``prompt``, ``reference``, ``response``) per call
 (:func:`score_rows`); the multi-turn ones send the whole conversation once as ``AgentData``
 (:func:`agent_data`, :func:`score_agent_data`): one turn per invocation holding the user's
 message (author ``user``), every recorded event that has content (its own author), and the final
 response (author ``agent``), plus each agent's id, instructions and tool declarations, the first
-time an agent appears. Static intermediate data (``tool_uses``) is not sent, as in ADK.
+time an agent appears (bare function declarations gathered into one ``Tool``, :func:`sdk_tools`).
+Static intermediate data (``tool_uses``) is not sent, as in ADK.
 
 **Results** are read as ADK reads them (:func:`read_result`): the score is the first summary
 metric's ``mean_score`` when it is a number and not NaN; each rubric verdict becomes a
 :class:`~assay.evalset.rubric.RubricScore` named by the rubric's description (else its id, else
 ``rubric_<n>``), 1.0 when the verdict is set and 0.0 when it is not; the metric's explanation and
 error message follow as the ``explanation`` and ``error`` entries, which carry only a rationale.
+Retries are the SDK's: it tries 429 and 5xx answers up to five times with backoff and reports
+what still fails (401, 403, a malformed answer) as the metric's error message, which becomes the
+reason, with keys and tokens masked (in what the SDK logs of it too, :func:`redact_sdk_logs`).
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import math
 import os
 import re
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
@@ -40,8 +48,11 @@ from assay.evalset.content import Content, JsonObject
 from assay.evalset.invocation import Invocation, InvocationEvents
 from assay.evalset.rubric import RubricScore
 from assay.llm.judge import Judge
-from assay.llm.redact import redact
+from assay.llm.redact import redact, secret_env_values
 from assay.metrics.base import MetricInfo
+
+BASE_URL_VARIABLE = "GOOGLE_VERTEX_BASE_URL"
+"""google-genai's variable for the Vertex AI endpoint, which the evaluation client honours too."""
 
 VERTEX_METRICS_VARIABLE = "ASSAY_VERTEX_METRICS"
 """The environment variable naming the metrics Vertex AI scores (or ``all``)."""
@@ -217,20 +228,62 @@ def unavailable_reason(env: Mapping[str, str], *, opt_in: str, sdk_installed: bo
 
 def client(env: Mapping[str, str]) -> Any:
     """The SDK client ADK 2.13 builds: ``agentplatform.Client`` (google-cloud-aiplatform 2.x),
-    else ``vertexai.Client``; by API key when one is set, else by project and location."""
+    else ``vertexai.Client``; by API key when one is set, else by project and location; at
+    ``GOOGLE_VERTEX_BASE_URL`` when it is set (the SDK's client reads no variable for it)."""
     sdk: Any
     try:
         sdk = importlib.import_module("agentplatform")
     except ImportError:
         sdk = importlib.import_module("vertexai")
+    base_url = env.get(BASE_URL_VARIABLE, "").strip()
+    where: dict[str, Any] = {"http_options": {"base_url": base_url}} if base_url else {}
     if env.get("GOOGLE_API_KEY"):
-        return sdk.Client(api_key=env["GOOGLE_API_KEY"])
-    return sdk.Client(project=env["GOOGLE_CLOUD_PROJECT"], location=env["GOOGLE_CLOUD_LOCATION"])
+        return sdk.Client(api_key=env["GOOGLE_API_KEY"], **where)
+    return sdk.Client(
+        project=env["GOOGLE_CLOUD_PROJECT"], location=env["GOOGLE_CLOUD_LOCATION"], **where
+    )
 
 
-def describe(exc: BaseException) -> str:
-    """An exception in words, with secrets (keys, tokens) masked."""
-    return redact(f"{type(exc).__name__}: {exc}")
+_SDK_LOGGERS = tuple(
+    f"{sdk}._genai.{module}"
+    for sdk in ("agentplatform", "vertexai")
+    for module in ("_evals_metric_handlers", "_evals_common", "evals")
+)
+
+
+class _RedactingFilter(logging.Filter):
+    """Masks keys in the SDK's own log records: it logs each failed call at ERROR, with the
+    server's message (which may quote the key) and a traceback."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[0] is not None:
+            text += "\n" + "".join(traceback.format_exception(*record.exc_info)).rstrip()
+        record.msg, record.args = redact(text, tuple(self.secrets)), ()
+        record.exc_info = record.exc_text = None
+        return True
+
+
+_LOG_FILTER = _RedactingFilter()
+
+
+def redact_sdk_logs(env: Mapping[str, str]) -> None:
+    """Mask ``env``'s secrets (and key-shaped text) in what the SDK's evaluation modules log."""
+    _LOG_FILTER.secrets.update(secret_env_values(env))
+    for name in _SDK_LOGGERS:
+        logger = logging.getLogger(name)
+        if _LOG_FILTER not in logger.filters:
+            logger.addFilter(_LOG_FILTER)
+
+
+def describe(exc: BaseException, env: Mapping[str, str] | None = None) -> str:
+    """An exception in words, with secrets (keys, tokens, and secret-looking ``env`` values)
+    masked."""
+    return redact(f"{type(exc).__name__}: {exc}", secret_env_values(env or {}))
 
 
 # --------------------------------------------------------------------------- reading a result
@@ -279,8 +332,10 @@ def _verdict_score(index: int, verdict: object) -> RubricScore:
     )
 
 
-def read_result(result: object) -> VertexScore:
-    """A Vertex AI evaluation result read as ADK 2.13 reads it (see the module's docstring)."""
+def read_result(result: object, secrets: Sequence[str] = ()) -> VertexScore:
+    """A Vertex AI evaluation result read as ADK 2.13 reads it (see the module's docstring),
+    with ``secrets`` and anything shaped like a key masked in the error message (the SDK copies
+    the server's error, which may quote the key)."""
     rubric_scores: list[RubricScore] = []
     explanation = error = None
     for metric_result in _metric_results(result):
@@ -292,8 +347,9 @@ def read_result(result: object) -> VertexScore:
             rubric_scores.append(RubricScore(rubric_id=EXPLANATION_RUBRIC_ID, rationale=str(said)))
         failed = getattr(metric_result, "error_message", None)
         if failed:
-            error = error or str(failed)
-            rubric_scores.append(RubricScore(rubric_id=ERROR_RUBRIC_ID, rationale=str(failed)))
+            said_failed = redact(str(failed), secrets)
+            error = error or said_failed
+            rubric_scores.append(RubricScore(rubric_id=ERROR_RUBRIC_ID, rationale=said_failed))
     summary = getattr(result, "summary_metrics", None)
     mean: object = (
         getattr(summary[0], "mean_score", None)
@@ -322,6 +378,7 @@ def score_rows(
     vertexai: Any = importlib.import_module("vertexai")
     if sdk_client is None:
         sdk_client = client(env)
+    redact_sdk_logs(env)
     chosen = metric(vertexai)
     scores = []
     for row in rows:
@@ -332,9 +389,10 @@ def score_rows(
         try:
             result = sdk_client.evals.evaluate(dataset=dataset, metrics=[chosen])
         except Exception as exc:  # the SDK raises many kinds; each becomes this row's reason
-            scores.append(VertexScore(None, reason=f"Vertex AI call failed: {describe(exc)}"))
+            reason = f"Vertex AI call failed: {describe(exc, env)}"
+            scores.append(VertexScore(None, reason=reason))
             continue
-        scores.append(read_result(result))
+        scores.append(read_result(result, secret_env_values(env)))
     return scores
 
 
@@ -404,13 +462,35 @@ def agent_data(invocations: Sequence[Invocation]) -> AgentData:
     return AgentData(agents, turns)
 
 
+_TOOL_FIELDS = frozenset(
+    {"function_declarations", "functionDeclarations", "retrieval", "google_search", "googleSearch"}
+    | {"code_execution", "codeExecution", "google_search_retrieval", "googleSearchRetrieval"}
+)
+
+
+def sdk_tools(tools: Sequence[Any]) -> list[Any]:
+    """``tools`` as the SDK's ``Tool`` list: a bare function declaration (a mapping with a
+    ``name`` and no ``Tool`` field, as traces and Python agents record them) joins one
+    ``{"function_declarations": [...]}`` tool where the first one stood; ``Tool``s pass as is."""
+    out: list[Any] = []
+    bare: list[Any] = []
+    for tool in tools:
+        if isinstance(tool, Mapping) and "name" in tool and not _TOOL_FIELDS & tool.keys():
+            if not bare:
+                out.append({"function_declarations": bare})
+            bare.append(dict(tool))
+        else:
+            out.append(tool)
+    return out
+
+
 def sdk_agent_data(vertexai: Any, data: AgentData) -> Any:
     """``data`` as the SDK's ``types.evals.AgentData``."""
     evals = vertexai.types.evals
     return evals.AgentData(
         agents={
             name: evals.AgentConfig(
-                agent_id=agent.agent_id, instruction=agent.instruction, tools=agent.tools
+                agent_id=agent.agent_id, instruction=agent.instruction, tools=sdk_tools(agent.tools)
             )
             for name, agent in data.agents.items()
         },
@@ -438,10 +518,11 @@ def score_agent_data(
     vertexai: Any = importlib.import_module("vertexai")
     if sdk_client is None:
         sdk_client = client(env)
+    redact_sdk_logs(env)
     case = vertexai.types.EvalCase(agent_data=sdk_agent_data(vertexai, data))
     dataset = vertexai.types.EvaluationDataset(eval_cases=[case])
     try:
         result = sdk_client.evals.evaluate(dataset=dataset, metrics=[metric(vertexai)])
     except Exception as exc:  # the SDK raises many kinds; each becomes the reason
-        return VertexScore(None, reason=f"Vertex AI call failed: {describe(exc)}")
-    return read_result(result)
+        return VertexScore(None, reason=f"Vertex AI call failed: {describe(exc, env)}")
+    return read_result(result, secret_env_values(env))
