@@ -72,7 +72,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_deterministic
 
 from assay._internal.aio import run_sync
-from assay.cli.recording import Recording, run_spec, start_recording
 from assay.config import EvalConfig
 from assay.evalset.io import load_eval_set
 from assay.history.store import HistoryStore
@@ -81,6 +80,7 @@ from assay.results.captured import CapturedRows
 from assay.results.model import EvalCaseResult
 from assay.results.traces import Traces, load_traces
 from assay.runner.evaluate import EvalSetJob, configured_metrics, evaluate
+from assay.runner.recording import Recording, run_spec, start_recording
 from assay.runner.scoring import score_case
 
 CRITERIA = {

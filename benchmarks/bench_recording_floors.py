@@ -81,7 +81,6 @@ import bench_history
 import pydantic_core
 
 from assay._internal.aio import run_sync
-from assay.cli.recording import Recording, run_spec, start_recording
 from assay.config import EvalConfig
 from assay.evalset.io import load_eval_set
 from assay.history.compact import _notes
@@ -92,6 +91,7 @@ from assay.results.captured import CapturedRows
 from assay.results.model import EvalCaseResult
 from assay.results.traces import Traces, load_traces
 from assay.runner.evaluate import EvalSetJob, configured_metrics, evaluate
+from assay.runner.recording import Recording, run_spec, start_recording
 from assay.runner.scoring import score_case
 
 Record = Callable[[EvalCaseResult], None]

@@ -157,7 +157,7 @@ def test_without_a_config_a_job_uses_adks_default_criteria(
     assert result.assay is not None
     assert result.assay.config_source == "defaults"
     # written as ADK writes them: a bare threshold stays a number
-    assert result.assay.config.criteria == {
+    assert result.assay.criteria == {
         "tool_trajectory_avg_score": 1.0,
         "response_match_score": 0.8,
     }
@@ -178,7 +178,7 @@ def test_the_set_result_records_ids_provenance_and_criteria(
     assert result.assay.version == __version__
     assert result.assay.eval_set_path == str(example.evalset)
     assert result.assay.config_source == str(example.config)
-    assert result.assay.config.criteria["tool_trajectory_avg_score"]["match_type"] == 1
+    assert result.assay.criteria["tool_trajectory_avg_score"]["match_type"] == 1
 
 
 def test_one_result_per_eval_set_in_the_order_given(

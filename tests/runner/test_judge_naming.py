@@ -128,7 +128,7 @@ def test_the_embedded_judge_is_named_in_every_judged_criterion_and_in_assay_judg
     configured = job.config.criteria["final_response_match_v2"]
     assert isinstance(configured, LlmAsAJudgeCriterion)
     assert configured.judge_model_options.judge_model == "gemini-2.5-flash"
-    recorded = result.assay.config.criteria["final_response_match_v2"]
+    recorded = result.assay.criteria["final_response_match_v2"]
     assert recorded["judge_model_options"]["judge_model"] == "gemini-2.5-flash"
     line = judges_line(result)
     assert line is not None and line.startswith(f"judge [bold]{DESCRIPTION}[/]: ")

@@ -8,12 +8,16 @@ stops it first and starts its own in a Ray folder of its own (so it cannot join 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import socket
 import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _support import Example, RunCli
@@ -25,6 +29,8 @@ from assay.runner.ray_executor import (
     _cluster,
     _first_line,
     _here,
+    _import_ray,
+    _probe,
     _window,
     check_reachable,
 )
@@ -89,6 +95,19 @@ def test_without_ray_the_ray_executor_says_how_to_install_it(
     assert "--executor ray needs Ray: pip install 'assay[ray]' (here and on every node)" in err
 
 
+def test_without_ray_the_error_is_exactly_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)
+
+    with pytest.raises(RayExecutorError) as raised:
+        _import_ray()
+
+    assert str(raised.value) == (
+        "--executor ray needs Ray: pip install 'assay[ray]' (here and on every node)"
+    )
+
+
 def test_ray_address_in_the_environment_is_the_cluster_joined_when_none_is_given(
     run_cli: RunCli, example: Example, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -110,6 +129,32 @@ def test_an_address_that_refuses_connections_is_named_with_the_reason_and_the_fi
     assert str(raised.value) == (
         f"cannot reach the Ray cluster at {address}: Connection refused (is the cluster up, and "
         "is this its head node's address: ray status prints it?)"
+    )
+
+
+def test_an_address_that_does_not_answer_is_given_up_on_after_the_connect_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ray_executor, "CONNECT_TIMEOUT_S", 0.2)
+    with socket.socket() as server, contextlib.ExitStack() as held:
+        server.bind(("127.0.0.1", 0))
+        server.listen(0)
+        port = int(server.getsockname()[1])
+        for _ in range(64):  # its queue full of connections it never accepts: the next one waits
+            client = held.enter_context(socket.socket())
+            client.settimeout(0.2)
+            try:
+                client.connect(("127.0.0.1", port))
+            except TimeoutError:
+                break
+        else:
+            pytest.fail("the listening socket accepted every connection")
+
+        with pytest.raises(RayExecutorError) as raised:
+            check_reachable(f"127.0.0.1:{port}")
+
+    assert str(raised.value).startswith(
+        f"cannot reach the Ray cluster at 127.0.0.1:{port}: timed out ("
     )
 
 
@@ -178,6 +223,36 @@ def test_with_no_address_a_local_cluster_is_started_with_the_agent_s_code_and_st
     assert not ray.is_initialized()
 
 
+SHIPPED_PACKAGE = "VALUE = 'shipped to a running cluster'\n"
+
+
+@pytest.mark.parametrize("kind", ["working_dir", "py_modules"])
+def test_code_shipped_to_a_cluster_this_process_joined_is_uploaded_without_what_git_ignores(
+    cluster: None, tmp_path: Path, kind: str
+) -> None:
+    package = tmp_path / "code" / "assay_start_shipped_package"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(SHIPPED_PACKAGE, encoding="utf-8")
+    (package / "notes.txt").write_text("left out by .gitignore", encoding="utf-8")
+    (package / ".gitignore").write_text("notes.txt\n", encoding="utf-8")
+    local = str(package.parent) if kind == "working_dir" else [str(package)]
+
+    def shipped() -> tuple[str, bool]:
+        import assay_start_shipped_package  # type: ignore[import-not-found]
+
+        folder = Path(assay_start_shipped_package.__file__).parent
+        return str(assay_start_shipped_package.VALUE), (folder / "notes.txt").exists()
+
+    with _cluster(ray, None, {kind: local}) as runtime_env:
+        assert list(runtime_env) == [kind]  # the job's environment is fixed: each task names it
+        uris = runtime_env[kind] if kind == "py_modules" else [runtime_env[kind]]
+        assert all(str(uri).startswith("gcs://") for uri in uris)  # uploaded, no local path
+        task = ray.remote(shipped).options(runtime_env=runtime_env)
+        assert ray.get(task.remote(), timeout=120) == ("shipped to a running cluster", False)
+
+    assert ray.is_initialized()
+
+
 # --- the first task -------------------------------------------------------------------------------
 
 
@@ -195,6 +270,132 @@ def test_workers_of_another_assay_version_are_refused_before_any_case(
     ) in " ".join(err.split())
 
 
+ECHO_AGENT = "def agent(message, session):\n    return 'echo ' + message\n"
+
+
+@pytest.fixture
+def shipped_agent(cluster: None, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """The runtime environment of an agent file's folder, uploaded to the cluster joined."""
+    code = tmp_path / "agent"
+    code.mkdir()
+    (code / "echo_agent.py").write_text(ECHO_AGENT, encoding="utf-8")
+    with _cluster(ray, None, {"working_dir": str(code)}) as runtime_env:
+        yield runtime_env
+
+
+def test_the_first_task_passes_an_agent_the_workers_load_and_names_one_they_cannot(
+    shipped_agent: dict[str, Any],
+) -> None:
+    _probe(ray, "echo_agent.py:agent", shipped_agent, {"ASSAY_PROBE": "1"})  # loads: no error
+
+    with pytest.raises(RayExecutorError) as raised:
+        _probe(ray, "missing_agent.py:agent", shipped_agent, {})
+
+    assert str(raised.value).startswith(
+        "the workers cannot load the agent 'missing_agent.py:agent': "
+    )
+
+
+def _raising(error: Exception) -> Callable[[str | None, dict[str, str]], str]:
+    def probe(spec: str | None, env: dict[str, str]) -> str:
+        raise error
+
+    return probe
+
+
+@pytest.mark.parametrize(
+    ("error", "message"),
+    [
+        (
+            ModuleNotFoundError("No module named 'assay'"),
+            "the cluster's workers cannot import assay: install it on every node "
+            f"(pip install 'assay[ray]=={__version__}') or in the cluster's image",
+        ),
+        (ValueError("the probe broke"), "the first Ray task failed: ValueError: the probe broke"),
+    ],
+)
+def test_a_first_task_that_raises_is_said_to_fail_and_a_missing_assay_how_to_install_it(
+    cluster: None, monkeypatch: pytest.MonkeyPatch, error: Exception, message: str
+) -> None:
+    monkeypatch.setattr(ray_executor, "probe", _raising(error))
+
+    with pytest.raises(RayExecutorError) as raised:
+        _probe(ray, None, {}, {})
+
+    assert str(raised.value) == message
+
+
+def test_a_first_task_no_worker_finishes_in_time_is_said_to_need_free_cpus(
+    cluster: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def stuck(spec: str | None, env: dict[str, str]) -> str:
+        time.sleep(60)
+        return ""
+
+    monkeypatch.setattr(ray_executor, "probe", stuck)
+    monkeypatch.setattr(ray_executor, "PROBE_TIMEOUT_S", 0.5)
+
+    with pytest.raises(RayExecutorError) as raised:
+        _probe(ray, None, {}, {})
+
+    assert str(raised.value) == (
+        "no Ray worker ran the first task within 0.5 s (does the cluster have a node with free "
+        "CPUs?)"
+    )
+
+
+def test_the_first_task_runs_while_every_cpu_of_the_cluster_is_taken(
+    cluster: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    @ray.remote(num_cpus=1)
+    class Holder:
+        def ready(self) -> bool:
+            return True
+
+    holders = [Holder.remote() for _ in range(2)]  # type: ignore[attr-defined]
+    ray.get([holder.ready.remote() for holder in holders])
+    monkeypatch.setattr(ray_executor, "PROBE_TIMEOUT_S", 20.0)
+    try:
+        assert ray.available_resources().get("CPU", 0) == 0
+
+        _probe(ray, None, {}, {})
+    finally:
+        for holder in holders:
+            ray.kill(holder)
+
+
+def test_a_first_task_whose_worker_dies_is_tried_twice_then_said_to_fail(
+    cluster: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    attempts = tmp_path / "attempts"
+
+    def dies(spec: str | None, env: dict[str, str]) -> str:
+        with attempts.open("a", encoding="utf-8") as out:
+            out.write("attempt\n")
+        os._exit(1)
+
+    monkeypatch.setattr(ray_executor, "probe", dies)
+
+    with pytest.raises(RayExecutorError) as raised:
+        _probe(ray, None, {}, {})
+
+    assert str(raised.value).startswith("the first Ray task failed: ")
+    assert attempts.read_text(encoding="utf-8").splitlines() == ["attempt", "attempt"]
+
+
+def test_code_the_workers_cannot_set_up_is_named_with_the_runtime_environment(
+    cluster: None,
+) -> None:
+    runtime_env = {"working_dir": "gcs://_ray_pkg_0123456789abcdef0123456789abcdef.zip"}
+
+    with pytest.raises(RayExecutorError) as raised:
+        _probe(ray, None, runtime_env, {})
+
+    assert str(raised.value).startswith(
+        f"the workers cannot set up the agent's code ({runtime_env}): "
+    )
+
+
 # --- how the run uses the cluster ---------------------------------------------------------------
 
 
@@ -204,6 +405,19 @@ def test_the_window_is_three_tasks_per_task_slot_and_at_least_two(
 ) -> None:
     assert ray.cluster_resources()["CPU"] == 2
     assert _window(ray, task_cpus) == window
+
+
+def test_a_cluster_without_cpus_counts_as_one_slot_per_cpu_a_task_takes(
+    ray_tmpdir: Path,
+) -> None:
+    ray.shutdown()
+    ray.init(num_cpus=0, include_dashboard=False, logging_level="WARNING")
+    try:
+        assert not ray.cluster_resources().get("CPU")
+
+        assert [_window(ray, cpus) for cpus in (1.0, 0.25)] == [3, 12]
+    finally:
+        ray.shutdown()  # the next test that needs a cluster starts one with CPUs
 
 
 def test_the_shared_actors_go_to_the_driver_s_node_or_elsewhere_when_it_is_lost(
@@ -216,6 +430,37 @@ def test_the_shared_actors_go_to_the_driver_s_node_or_elsewhere_when_it_is_lost(
     assert isinstance(strategy, NodeAffinitySchedulingStrategy)
     assert strategy.node_id == ray.get_runtime_context().get_node_id()
     assert strategy.soft is True
+
+
+class _NoNode:
+    """A runtime context of a driver that is no node (as with Ray Client)."""
+
+    def get_node_id(self) -> None:
+        return None
+
+
+def _no_context() -> Any:
+    raise RuntimeError("Ray Client: no runtime context of a node")
+
+
+@pytest.mark.parametrize("context", [_no_context, _NoNode], ids=["raises", "no-node"])
+def test_the_shared_actors_go_where_ray_places_them_when_the_driver_is_no_node(
+    cluster: None, monkeypatch: pytest.MonkeyPatch, context: Callable[[], Any]
+) -> None:
+    with monkeypatch.context() as patched:
+        patched.setattr(ray, "get_runtime_context", context)
+        strategy = _here(ray)
+
+    @ray.remote(num_cpus=0)
+    class Placed:
+        def ping(self) -> str:
+            return "placed"
+
+    actor = Placed.options(scheduling_strategy=strategy).remote()  # type: ignore[attr-defined]
+    try:
+        assert ray.get(actor.ping.remote(), timeout=60) == "placed"
+    finally:
+        ray.kill(actor)
 
 
 def test_an_error_is_shown_by_its_last_line_that_is_not_blank() -> None:

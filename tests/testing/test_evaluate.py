@@ -108,7 +108,7 @@ def test_a_folder_means_every_eval_set_below_it_each_with_its_own_config(tmp_pat
     (tmp_path / "notes.json").write_text("{}")  # not an eval set: ignored
     results = evaluate_agent(good_agent, tmp_path, num_runs=1)
     assert [r.eval_set_id for r in results] == ["weather", "flight"]
-    assert [list(r.assay.config.criteria) for r in results if r.assay] == [
+    assert [list(r.assay.criteria) for r in results if r.assay] == [
         ["tool_trajectory_avg_score", "response_match_score"],
         ["response_match_score"],
     ]

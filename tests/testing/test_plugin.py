@@ -134,3 +134,20 @@ def test_a_bad_number_of_runs_is_a_usage_error(pytester: pytest.Pytester, projec
     result = pytester.runpytest_inprocess(*PLUGIN, "--assay-num-runs", "0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*num_runs must be at least 1, got 0*"])
+
+
+def test_assay_history_records_each_eval_cases_run_in_the_history_named(
+    pytester: pytest.Pytester, project: Path
+) -> None:
+    from assay.history.store import HistoryStore
+
+    history = project / "runs.sqlite"
+    result = pytester.runpytest_inprocess(
+        *PLUGIN, "--assay-agent", _spec(project, "good"), "--assay-history", str(history)
+    )
+
+    result.assert_outcomes(passed=3)
+    with HistoryStore(history) as store:
+        runs = store.runs()
+    assert len(runs) == 2  # one run per eval case
+    assert all(run.status == "finished" and run.cases == run.passed for run in runs)

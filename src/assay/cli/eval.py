@@ -9,37 +9,32 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
-from warnings import catch_warnings, simplefilter
 
 import click
 from rich.console import Console
 from rich.markup import escape
 
-from assay._internal.collector import collections_paused
 from assay._internal.files import write_atomically
-from assay.agents.spec import resolve_agent
-from assay.cli.diagnoses import check_sources, warn_of_missing_traces
+from assay.cli.diagnoses import check_sources
 from assay.cli.history import max_cases_option
-from assay.cli.judge_check import StoppedJudges, check_run_judges
+from assay.cli.judge_check import StoppedJudges
 from assay.cli.output import EXIT_FAILED, EXIT_OK, make_console
-from assay.cli.recording import recorded, run_spec, unrecordable
-from assay.errors import ConfigWarning, InputError
 from assay.history.records import HistoryError, default_history_path
-from assay.llm.profile import JudgeProfile, bundled_source, resolve_profile
+from assay.llm.profile import JudgeProfile, bundled_source
 from assay.metrics.base import EvalStatus
 from assay.report.console import print_results
 from assay.report.progress import HEARTBEAT_S, RunProgress
 from assay.results.collected import CaseResults
 from assay.results.model import EvalCaseResult, EvalSetResult, RunSummary
 from assay.results.output import result_chunks
-from assay.results.traces import Traces, load_traces
-from assay.runner.agent_run import AgentSettings, recorded_inference, write_traces
-from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate_sync, summarize
-from assay.runner.inference import CaseInference, InferenceSettings
-from assay.runner.jobs import jobs_for
+from assay.runner.agent_run import recorded_inference, write_traces
+from assay.runner.inference import CaseInference
+from assay.runner.options import RunOptions
+from assay.runner.run import EvalInputs, RunHooks, run_eval_sets
+from assay.runner.sets import CaseCallback, EvalSetJob, summarize
 
 
 def _write_output(path: Path, results: Sequence[EvalSetResult]) -> None:
@@ -59,32 +54,6 @@ def _check_output_folders(outputs: Sequence[tuple[str, str | None]]) -> None:
             raise click.BadParameter(
                 f"folder '{Path(path).parent}' does not exist", param_hint=f"'{option}'"
             )
-
-
-def _load_inputs(
-    eval_sets: Sequence[str], config_path: str | None, traces_paths: Sequence[str]
-) -> tuple[list[EvalSetJob], Traces]:
-    """The jobs and traces; eval sets, configs and traces are all checked before anything is
-    scored, and every problem is reported together."""
-    problems = []
-    jobs: list[EvalSetJob] = []
-    traces = Traces()
-    with (
-        collections_paused(),
-        catch_warnings(),
-    ):  # millions of objects, no garbage: assay._internal.collector
-        simplefilter("ignore", ConfigWarning)  # a config's warnings are printed with its jobs
-        try:
-            jobs = jobs_for(eval_sets, config_path or None)
-        except InputError as exc:
-            problems.extend(exc.problems)
-        try:
-            traces = load_traces(traces_paths)
-        except InputError as exc:
-            problems.extend(exc.problems)
-    if problems:
-        raise InputError(problems)
-    return jobs, traces
 
 
 def _write_reports(
@@ -136,17 +105,15 @@ def _attach_agreement(
         console.print(f"[yellow]warning:[/] {escape(str(exc))}; judge agreement not shown")
 
 
-def _profile(console: Console, option: str | None) -> JudgeProfile | None:
-    """The profile ``--judge-profile`` names (a file is announced), ``none``, or the bundled
-    alignment of the embedded judge when it is left out."""
-    profile = resolve_profile(option)
-    if profile is not None and option is not None:
+def _announce_profile(console: Console, options: RunOptions) -> None:
+    """The profile ``--judge-profile`` names, announced (the bundled one, or none, is not)."""
+    profile = options.profile
+    if profile is not None and options.judge_profile is not None:
         covered = ", ".join(profile.criteria)
         console.print(
-            f"[dim]judge profile {escape(option)} for {escape(profile.judge_model)}: "
-            f"{escape(covered)}[/]"
+            f"[dim]judge profile {escape(options.judge_profile)} for "
+            f"{escape(profile.judge_model)}: {escape(covered)}[/]"
         )
-    return profile
 
 
 def unapplied_profile(profile: JudgeProfile | None, results: Sequence[EvalSetResult]) -> list[str]:
@@ -201,24 +168,6 @@ def _unevaluated_in_passed_cases(results: Sequence[EvalSetResult]) -> int:
         )
         for result in results
     )
-
-
-def _evaluate(
-    executor: str,
-    ray_address: str | None,
-    jobs: Sequence[EvalSetJob],
-    traces: Traces | None,
-    *,
-    agent_spec: str | None,
-    **options: Any,
-) -> list[EvalSetResult]:
-    """The run, in this process or (``executor == "ray"``) as tasks on a Ray cluster; Ray is
-    imported only for the latter."""
-    if executor == "ray":
-        from assay.runner.ray_executor import evaluate_on_ray
-
-        return evaluate_on_ray(jobs, traces, agent_spec=agent_spec, address=ray_address, **options)
-    return evaluate_sync(jobs, traces, progress=False, **options)  # RunProgress shows it
 
 
 def _run_summary(results: Sequence[EvalSetResult]) -> RunSummary:
@@ -415,148 +364,37 @@ def _run_summary(results: Sequence[EvalSetResult]) -> RunSummary:
     help="With --executor ray: the cluster to join (HOST:PORT, ray://HOST:PORT or auto); "
     "default $RAY_ADDRESS, else a local cluster started for the run.",
 )
-def eval_command(
-    eval_sets: tuple[str, ...],
-    config_path: str | None,
-    traces_paths: tuple[str, ...],
-    agent_spec: str | None,
-    num_runs: int,
-    inference_concurrency: int,
-    turn_timeout: float,
-    agent_attempts: int,
-    mock_tools: bool,
-    save_traces_path: str | None,
-    output_path: str | None,
-    html_path: str | None,
-    junit_path: str | None,
-    markdown_path: str | None,
-    show_progress: bool,
-    print_detailed_results: bool,
-    max_cases: int,
-    concurrency: int,
-    judge_model: str | None,
-    judge_concurrency: int,
-    judge_timeout: float | None,
-    judge_attempts: int,
-    profile_path: str | None,
-    no_cache: bool,
-    history: bool,
-    history_file: str | None,
-    resume: str | None,
-    executor: str,
-    ray_address: str | None,
-) -> None:
+def eval_command(eval_sets: tuple[str, ...], **params: Any) -> None:
     """Score EVALSET files against recorded traces (--traces) or by running an agent (--agent),
     and print a results table."""
+    check_sources(eval_sets, params["agent_spec"], params["traces_paths"])  # one of the two
+    inputs = _inputs(params)
+    options = _options(params)
     console = make_console()
-    check_sources(eval_sets, agent_spec, traces_paths)  # exactly one of --agent, --traces
-    if save_traces_path and not agent_spec:
-        raise click.BadParameter("needs --agent", param_hint="'--save-traces'")
-    outputs = (
-        ("--output", output_path),
-        ("--save-traces", save_traces_path),
-        ("--html", html_path),
-        ("--junit", junit_path),
-        ("--markdown", markdown_path),
-    )
-    _check_output_folders(outputs)
-    jobs, traces = _load_inputs(eval_sets, config_path, traces_paths)
-    warn_of_missing_traces(console, traces_paths, traces, jobs)  # none found: exit 2
-    if history and (problems := unrecordable(jobs)):
-        raise InputError(problems)
-    agent = None
-    if agent_spec:
-        agent = AgentSettings(
-            make_agent=resolve_agent(agent_spec),  # a bad spec is reported now, not per case
-            inference=InferenceSettings(
-                num_runs=num_runs,
-                concurrency=inference_concurrency,
-                turn_timeout_s=turn_timeout,
-                mock_tools=mock_tools,
-                attempts=agent_attempts,
-            ),
-        )
-    # every judge is checked now too, as the agent is: not found case by case
-    check_run_judges(jobs, override=judge_model or None, simulated_user=agent is not None)
-    saved: list[CaseInference] = []
-    configs_shown: set[int] = set()  # a config's warnings are shown once, however many sets
-    for job in jobs:
-        names = ", ".join(job.config.criteria) or "(none)"
-        console.print(
-            f"[dim]{escape(str(job.loaded.path))}: criteria from {escape(job.config_source)}: {escape(names)}[/]"
-        )
-        config_warnings = () if id(job.config) in configs_shown else job.config.warnings
-        configs_shown.add(id(job.config))
-        for warning in (*job.loaded.warnings, *config_warnings):
-            console.print(f"  [yellow]warning:[/] {escape(str(warning))}")
-    profile = _profile(console, profile_path)
-    judges = JudgeSettings(
-        model=judge_model or None,
-        concurrency=judge_concurrency,
-        timeout_s=judge_timeout,
-        max_attempts=judge_attempts,
-        cache=not no_cache,
-        profile=profile,
-    )
-    spec = run_spec(
-        jobs,
-        traces,
-        traces_paths=traces_paths,
-        agent=agent_spec,
-        num_runs=num_runs,
-        mock_tools=mock_tools,
-        judge_model=judge_model,
-    )
-    with recorded(spec, enabled=history, history_file=history_file, resume=resume) as recording:
-        runs = agent.inference.num_runs if agent else 1
-        total = sum(len(job.loaded.eval_set.eval_cases) for job in jobs) * runs
-        progress = RunProgress(
-            make_console(stderr=True),
-            max(total - len(recording.done), 0),
-            heartbeat_s=_heartbeat_s(),
-        )
-
-        stopped = StoppedJudges()
-
-        def on_case(job: EvalSetJob, result: EvalCaseResult) -> None:
-            recording.on_case(job, result)
-            stopped.see(result)
-            if show_progress:
-                progress.case_done(job, result)
-
-        with progress if show_progress else contextlib.nullcontext():
-            results = _evaluate(
-                executor,
-                ray_address,
-                jobs,
-                None if agent else traces,
-                agent=agent,
-                agent_spec=agent_spec,
-                concurrency=concurrency,
-                judges=judges,
-                on_inference=lambda _job, done: saved.extend(done),
-                on_case=on_case,
-                done=recording.done,
-                captures=recording.captures,
-            )
-        _attach_agreement(console, jobs, results, history_file, profile)
-        for message in unapplied_profile(profile, results):
-            console.print(f"[yellow]warning:[/] {escape(message)}")
-        recording.finish(results)
-    if save_traces_path:
-        kept = [recorded_inference(case) for case in recording.done.values()]
-        write_traces(Path(save_traces_path), [*kept, *saved])
-        console.print(f"traces written to {escape(save_traces_path)}")
+    shown = _Shown(console, params["show_progress"], options, params["history_file"])
+    outcome = run_eval_sets(eval_sets, inputs, options, shown.hooks())
+    results = outcome.results
+    if path := params["save_traces_path"]:
+        kept = [recorded_inference(case) for case in outcome.kept]
+        write_traces(Path(path), [*kept, *shown.saved])
+        console.print(f"traces written to {escape(path)}")
     summary = _run_summary(results)
-    print_results(console, results, summary, detailed=print_detailed_results, max_cases=max_cases)
-    stopped.report(console)
-    if output_path:
+    print_results(
+        console,
+        results,
+        summary,
+        detailed=params["print_detailed_results"],
+        max_cases=params["max_cases"],
+    )
+    shown.stopped.report(console)
+    if output_path := params["output_path"]:
         _write_output(Path(output_path), results)
         console.print(f"results written to {escape(output_path)}")
-    _write_reports(console, results, html_path, junit_path, markdown_path)
-    if recording.recorded:
-        console.print(f"[dim]recorded as run {recording.run} (assay show {recording.run})[/]")
-    source = recording.run if recording.recorded else output_path
+    html_path = params["html_path"]
+    _write_reports(console, results, html_path, params["junit_path"], params["markdown_path"])
+    if outcome.recorded:
+        console.print(f"[dim]recorded as run {outcome.run_id} (assay show {outcome.run_id})[/]")
+    source = outcome.run_id if outcome.recorded else output_path
     if source and not html_path:
         command = f"{_invoked_as()} report {source} --html report.html"
         console.print(f"HTML report: {escape(command)}")
@@ -568,3 +406,127 @@ def eval_command(
         )
     clean = summary.failed == 0 and summary.not_evaluated == 0 and unevaluated == 0
     sys.exit(EXIT_OK if clean else EXIT_FAILED)
+
+
+def _inputs(params: dict[str, Any]) -> EvalInputs:
+    """What the run reads besides its eval sets; the output folders checked first (a usage
+    error)."""
+    agent_spec = params["agent_spec"]
+    traces_paths = params["traces_paths"]
+    if params["save_traces_path"] and not agent_spec:
+        raise click.BadParameter("needs --agent", param_hint="'--save-traces'")
+    if params["resume"] is not None and not params["history"]:
+        raise click.BadParameter("cannot be used with --no-history", param_hint="'--resume'")
+    outputs = (
+        ("--output", params["output_path"]),
+        ("--save-traces", params["save_traces_path"]),
+        ("--html", params["html_path"]),
+        ("--junit", params["junit_path"]),
+        ("--markdown", params["markdown_path"]),
+    )
+    _check_output_folders(outputs)
+    return EvalInputs(params["config_path"], traces_paths, agent_spec)
+
+
+def _options(params: dict[str, Any]) -> RunOptions:
+    """The run's options, from the command's."""
+    executor = None
+    if params["executor"] == "ray":
+        from assay.runner.executors.ray import RayExecutor
+
+        executor = RayExecutor(address=params["ray_address"])
+    history: bool | str = params["history"]
+    if history and params["history_file"]:
+        history = params["history_file"]
+    return RunOptions(
+        concurrency=params["concurrency"],
+        judge_model=params["judge_model"] or None,
+        judge_concurrency=params["judge_concurrency"],
+        judge_timeout_s=params["judge_timeout"],
+        judge_attempts=params["judge_attempts"],
+        cache=not params["no_cache"],
+        judge_profile=params["profile_path"],
+        num_runs=params["num_runs"],
+        inference_concurrency=params["inference_concurrency"],
+        turn_timeout_s=params["turn_timeout"],
+        agent_attempts=params["agent_attempts"],
+        mock_tools=params["mock_tools"],
+        progress=False,  # the command shows its own (_Shown.watch)
+        history=history if history else False,
+        resume=params["resume"],
+        executor=executor,
+    )
+
+
+class _Shown:
+    """What ``assay eval`` says while its run goes: the jobs and their warnings, the judge
+    profile, progress, the history's notes, the judges' agreement with people."""
+
+    def __init__(
+        self,
+        console: Console,
+        show_progress: bool,
+        options: RunOptions,
+        history_file: str | None,
+    ) -> None:
+        self.console = console
+        self.show_progress = show_progress
+        self.options = options
+        self.saved: list[CaseInference] = []
+        self.stopped = StoppedJudges()
+        self.history_file = history_file
+        """Where the judges' agreement is read (even with --no-history)."""
+
+    def hooks(self) -> RunHooks:
+        return RunHooks(
+            on_case=lambda _job, result: self.stopped.see(result),
+            on_inference=lambda _job, done: self.saved.extend(done),
+            watch=self.watch,
+            loaded=self.loaded,
+            finishing=self.finishing,
+            warn=lambda message: make_console(stderr=True).print(
+                f"[yellow]warning:[/] {escape(message)}"
+            ),
+            note=lambda message: make_console().print(escape(message)),
+        )
+
+    def loaded(self, jobs: Sequence[EvalSetJob], traces_note: str | None) -> None:
+        """The traces' warning, each job's criteria and warnings, and the profile."""
+        console = self.console
+        if traces_note is not None:
+            console.print(f"[yellow]warning:[/] {escape(traces_note)}")
+        configs_shown: set[int] = set()  # a config's warnings are shown once, however many sets
+        for job in jobs:
+            names = ", ".join(job.config.criteria) or "(none)"
+            console.print(
+                f"[dim]{escape(str(job.loaded.path))}: criteria from "
+                f"{escape(job.config_source)}: {escape(names)}[/]"
+            )
+            config_warnings = () if id(job.config) in configs_shown else job.config.warnings
+            configs_shown.add(id(job.config))
+            for warning in (*job.loaded.warnings, *config_warnings):
+                console.print(f"  [yellow]warning:[/] {escape(str(warning))}")
+        _announce_profile(console, self.options)
+
+    @contextlib.contextmanager
+    def watch(self, cases: int, on_case: CaseCallback | None) -> Iterator[CaseCallback | None]:
+        """The live progress on stderr (unless --no-progress) around the run."""
+        if not self.show_progress:
+            yield on_case
+            return
+        progress = RunProgress(make_console(stderr=True), cases, heartbeat_s=_heartbeat_s())
+
+        def shown(job: EvalSetJob, result: EvalCaseResult) -> None:
+            if on_case is not None:
+                on_case(job, result)
+            progress.case_done(job, result)
+
+        with progress:
+            yield shown
+
+    def finishing(self, jobs: Sequence[EvalSetJob], results: list[EvalSetResult]) -> None:
+        """Each judge's agreement with people, and the profile's rules not applied."""
+        profile = self.options.profile
+        _attach_agreement(self.console, jobs, results, self.history_file, profile)
+        for message in unapplied_profile(profile, results):
+            self.console.print(f"[yellow]warning:[/] {escape(message)}")

@@ -1,6 +1,6 @@
 """``assay runs``, ``assay show`` and ``assay import``: reading the run history.
 
-How ``assay eval`` records a run, and resumes one, is :mod:`assay.cli.recording`.
+How a run records itself, and resumes one, is :mod:`assay.runner.recording`.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ one line after the results names the judge, why, and the metrics and cases it le
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -19,67 +19,11 @@ from rich.markup import escape
 
 from assay._internal.aio import run_sync
 from assay.agreement.labels import LabelledRun
-from assay.config import BaseCriterion, EvalConfig
 from assay.llm.client import stopped_judge
-from assay.metrics.registry import MetricRegistry, default_registry
 from assay.results.model import EvalCaseResult
-from assay.runner.evaluate import EvalSetJob
-from assay.runner.preflight import JudgeCheckError, JudgeNeed, JudgeRecorder, check_judges
-from assay.runner.simulators import simulator_judge
-
-
-def _judged(config: EvalConfig, registry: MetricRegistry) -> list[tuple[str, BaseCriterion]]:
-    """The config's metrics that ask a judge (a custom metric's function asks none)."""
-    custom = config.custom_metrics or {}
-    return [
-        (name, criterion)
-        for name, criterion in config.criteria.items()
-        if name not in custom and registry.is_judged(name)
-    ]
-
-
-def run_judges(
-    jobs: Sequence[EvalSetJob],
-    *,
-    override: str | None,
-    env: Mapping[str, str],
-    simulated_user: bool,
-    registry: MetricRegistry | None = None,
-) -> list[JudgeNeed]:
-    """Every judge the run will call, with its metrics: each judged criterion's, and, when
-    ``simulated_user`` (an agent run) and a set has a ``conversation_scenario``, the simulated
-    user's model."""
-    registry = registry or default_registry()
-    recorder = JudgeRecorder(override=override, env=env)
-    for job in jobs:
-        for name, criterion in _judged(job.config, registry):
-            recorder.judge_for(name, criterion)
-        cases = job.loaded.eval_set.eval_cases
-        if simulated_user and any(case.conversation_scenario is not None for case in cases):
-            simulator_judge(job.config, recorder)
-    return recorder.needs()
-
-
-def check_run_judges(
-    jobs: Sequence[EvalSetJob],
-    *,
-    override: str | None,
-    simulated_user: bool,
-    env: Mapping[str, str] | None = None,
-    registry: MetricRegistry | None = None,
-) -> None:
-    """Raise :class:`~assay.runner.preflight.JudgeCheckError` (exit 2) when a judge the run will
-    call cannot work, one line per judge; call nothing else. ``override`` is
-    ``--judge-model``; ``env`` (default ``os.environ``) what the run's judges read."""
-    env = os.environ if env is None else env
-    needs = run_judges(
-        jobs, override=override, env=env, simulated_user=simulated_user, registry=registry
-    )
-    if not needs:
-        return
-    problems = run_sync(check_judges(needs, env=env))
-    if problems:
-        raise JudgeCheckError(problems)
+from assay.runner.preflight import JudgeCheckError, JudgeRecorder, check_judges
+from assay.runner.preflight import check_run_judges as check_run_judges  # where tests look
+from assay.runner.preflight import run_judges as run_judges
 
 
 def check_labelled_judges(

@@ -38,6 +38,12 @@ class AgentSettings:
     make_agent: AgentFactory
     inference: InferenceSettings = field(default_factory=InferenceSettings)
     make_simulator: SimulatorFactory | None = None
+    spec: str | None = None
+    """The ``--agent`` spec the agent was resolved from, if it was: what a Ray cluster's
+    workers resolve it from again."""
+    name: str | None = None
+    """What the run history records of the agent (default: its spec, else the factory's
+    qualified name)."""
 
 
 @dataclass(frozen=True)

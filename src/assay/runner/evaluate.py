@@ -1,423 +1,38 @@
-"""Evaluating eval sets: the async core and its sync facade.
+"""Evaluating eval sets: :func:`evaluate`, the Python API's run, and its sync facade.
 
 Inference (running an agent) and scoring are separate stages: the actual invocations come from
 recorded traces, or from running an agent over each case (:mod:`assay.runner.inference`), each
-case scored as soon as its conversations have ended. Cases are scored concurrently up to
-``concurrency`` and handed on in the order of the eval set, each as soon as it and those before
-it are done. A case's LLM calls go before a later case's (:func:`~assay.llm.slots.working_on`
-marks them), so with few judge slots cases finish in turn; a case's ``duration_s`` is its own
-working time (its agent's conversations, and its scoring less the time its calls only waited for
-a slot). LLM-judged metrics get their judge from a :class:`JudgeProvider`; by default
-a pool built from :class:`JudgeSettings` (one client per judge model, shared limits, the response
-cache), opened and closed inside the run's event loop.
+case scored as soon as its conversations have ended (:mod:`assay.runner.sets`). Where the cases
+run is the run's executor (:mod:`assay.runner.executors`: this process by default, or a Ray
+cluster); a run can record itself in the run history, and resume a recorded one
+(:mod:`assay.runner.recording`), as ``assay eval`` does.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
-import time
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Sequence
 
 from assay._internal.aio import sync_of
-from assay._internal.collector import results_kept_frozen
-from assay._version import __version__
-from assay.config import (
-    CRITERION_TYPES,
-    INFORMATIONAL_METRICS,
-    BaseCriterion,
-    EvalConfig,
-    default_config,
-)
-from assay.evalset.case import EvalCase, EvalSet
-from assay.evalset.io import LoadedEvalSet, StreamedEvalSet
-from assay.llm.judge import Judge
-from assay.llm.profile import JudgeProfile, bundled_profile
-from assay.llm.slots import working_on
-from assay.metrics.custom import custom_metric
-from assay.metrics.registry import JudgeProvider, MetricRegistry, default_registry
-from assay.report.progress import ProgressCallback, reporting
+from assay.metrics.registry import JudgeProvider, MetricRegistry
+from assay.report.progress import ProgressCallback
 from assay.results.captured import Captures
-from assay.results.collected import CaseResults
-from assay.results.model import EvalCaseResult, EvalSetResult, JudgeInfo, SetNotes
+from assay.results.model import EvalSetResult
 from assay.results.model import summarize as summarize  # re-exported: callers import it from here
 from assay.results.traces import Traces
-from assay.runner.agent_run import AgentSettings, Attempt, InferenceStream, SimulatorFactory
-from assay.runner.inference import CaseInference
-from assay.runner.scoring import ConfiguredMetric, score_case
-
-if TYPE_CHECKING:
-    from assay.llm.selection import JudgeChoice
-    from assay.llm.shared import ResponseStore, SharedLimit
-
-
-@dataclass(frozen=True)
-class EvalSetJob:
-    """One eval set to evaluate, with its config and where that config came from."""
-
-    loaded: LoadedEvalSet
-    config: EvalConfig = field(default_factory=default_config)
-    config_source: str = "defaults"
-
-
-_W = TypeVar("_W")
-_R = TypeVar("_R")
-
-CaseCallback = Callable[[EvalSetJob, EvalCaseResult], None]
-
-DoneCases = Mapping[tuple[str, str, int], EvalCaseResult]
-"""Case results a resumed run already has, by eval set id, eval id and run number: those cases
-are neither run through the agent nor scored again (``assay eval --resume``)."""
-
-
-@dataclass(frozen=True)
-class JudgeSettings:
-    """How LLM judges are chosen and called (the CLI's ``--judge-*`` and ``--no-cache``).
-
-    ``model`` overrides every criterion's judge (``--judge-model``; else ``ASSAY_JUDGE_MODEL``);
-    ``concurrency`` bounds calls in flight per judge model; ``timeout_s`` bounds one attempt
-    (default 120 s, 600 s for the embedded judge) and ``max_attempts`` the attempts of one call; ``cache`` keeps responses in ``cache_path``
-    (default ``.assay/cache.sqlite``) so an unchanged re-run makes no LLM call.
-    """
-
-    model: str | None = None
-    concurrency: int = 8
-    timeout_s: float | None = None
-    max_attempts: int = 4
-    cache: bool = True
-    cache_path: Path | None = None
-    env: Mapping[str, str] | None = None
-    profile: JudgeProfile | None = field(default_factory=bundled_profile)
-    """A judge profile (``--judge-profile``): the fitted decision rule of each criterion it
-    covers, applied where the judge is the model it was fitted for. By default the embedded
-    judge's bundled alignment (which applies to no other judge); None for none."""
-    transcript: dict[tuple[str, str], str] | None = None
-    """When given, filled with each case's judge input by (metric, case id) (see
-    :attr:`~assay.llm.judge.Judge.transcript`)."""
-    shared_cache: ResponseStore | None = None
-    """With ``cache``, the store to use instead of opening ``cache_path`` (one a cluster's
-    workers share: :mod:`assay.runner.ray_executor`); the run does not close it."""
-    shared_limit: SharedLimit | None = None
-    """Also bounds calls to each remote judge model across every run sharing it."""
-
-
-class _RecordingProvider:
-    """Remembers which judge (or which reason for none) each metric got, and, when the judges
-    come from a :class:`~assay.llm.selection.JudgePool`, why it was chosen."""
-
-    def __init__(self, inner: JudgeProvider) -> None:
-        self.inner = inner
-        self.seen: dict[str, Judge | str] = {}
-        self.choices: dict[str, JudgeChoice] = {}
-
-    def judge_for(self, metric: str, criterion: BaseCriterion | None) -> Judge | str:
-        choice = self.inner.judge_for(metric, criterion)
-        self.seen[metric] = choice
-        chosen = self._chosen(metric)
-        if chosen is not None:
-            self.choices[metric] = chosen
-        else:
-            self.choices.pop(metric, None)
-        return choice
-
-    def _chosen(self, metric: str) -> JudgeChoice | None:
-        if isinstance(self.inner, _RecordingProvider):
-            return self.inner.choices.get(metric)
-        from assay.llm.selection import JudgePool
-
-        return self.inner.models().get(metric) if isinstance(self.inner, JudgePool) else None
-
-    def judge_model(self, metric: str) -> str | None:
-        """The model string naming ``metric``'s judge in its rows' criteria
-        (:func:`~assay.llm.selection.judged_model`); None when it has no judge."""
-        judge = self.seen.get(metric)
-        if not isinstance(judge, Judge):
-            return None
-        from assay.llm.selection import judged_model
-
-        return judged_model(judge.model)
-
-
-def configured_metrics(
-    config: EvalConfig,
-    registry: MetricRegistry,
-    judges: JudgeProvider | None = None,
-    *,
-    eval_set_folder: Path | None = None,
-) -> list[ConfiguredMetric]:
-    """The metrics a config asks for, in config order, then ADK's informational efficiency
-    metrics (tool calls, model calls, tokens, duration), which are reported on every run.
-    A judged metric's rows name the judge that scores it in their criterion.
-
-    A metric declared under ``custom_metrics`` runs its function (:mod:`assay.metrics.custom`,
-    imported now, with ``eval_set_folder`` and the working directory on ``sys.path``), as in ADK
-    even when it has a built-in metric's name; only a name that is no ADK metric but is
-    registered in ``registry`` keeps its registered metric."""
-    recording = (
-        judges
-        if judges is None or isinstance(judges, _RecordingProvider)
-        else _RecordingProvider(judges)
-    )
-    custom = config.custom_metrics or {}
-    metrics = []
-    for name, criterion in config.criteria.items():
-        declared = custom.get(name)
-        adk_name = name in CRITERION_TYPES or name in INFORMATIONAL_METRICS
-        if declared is not None and (adk_name or not registry.is_registered(name)):
-            built = custom_metric(name, criterion, declared, eval_set_folder=eval_set_folder)
-            metrics.append(
-                ConfiguredMetric(
-                    name, criterion, built, custom_function_path=declared.code_config.name
-                )
-            )
-            continue
-        metric = registry.create(name, criterion, recording)
-        judge_model = recording.judge_model(name) if recording is not None else None
-        metrics.append(
-            ConfiguredMetric(name, criterion, metric, registry.applies_to(name), judge_model)
-        )
-    metrics += [
-        ConfiguredMetric(name, None, registry.create(name, None))
-        for name in INFORMATIONAL_METRICS
-        if name not in config.criteria
-    ]
-    return metrics
-
-
-def _folder_of(eval_set_path: Path) -> Path | None:
-    """The folder of an eval set file; None for an eval set that was not read from a file."""
-    return eval_set_path.parent if eval_set_path.is_file() else None
-
-
-def _app_name(eval_set: EvalSet) -> str:
-    """The app name ADK puts in a result's id: the first case's that has one, else ``assay``."""
-    if isinstance(eval_set, StreamedEvalSet):  # noted as it was read
-        return eval_set.app_name or "assay"
-    for case in eval_set.eval_cases:
-        if case.session_input and case.session_input.app_name:
-            return case.session_input.app_name
-    return "assay"
-
-
-def judge_infos(recording: _RecordingProvider | None) -> dict[str, JudgeInfo]:
-    """What ``assay.judges`` says of each judge (and of the simulated user's model): the model,
-    its backend, why it was chosen and the judge in words; or why there was none."""
-    if recording is None or not recording.seen:
-        return {}
-    from assay.llm.redact import redact
-    from assay.llm.selection import JudgeChoice, describe_judge, judge_backend, judged_model
-
-    infos: dict[str, JudgeInfo] = {}
-    for metric, judge in recording.seen.items():
-        if isinstance(judge, str):
-            infos[metric] = JudgeInfo(unavailable=judge)
-            continue
-        chosen = recording.choices.get(metric)
-        if chosen is None or (chosen.model, chosen.source) != (judge.model, judge.source):
-            chosen = JudgeChoice(judge.model, judge.source)
-        infos[metric] = JudgeInfo(
-            model=redact(judge.model),
-            source=judge.source,
-            backend=judge_backend(judge),
-            judge_model=judged_model(judge.model),
-            description=describe_judge(chosen),
-            profile=judge.profile_note(),
-        )
-    return infos
-
-
-def _from_traces(traces: Traces, eval_set_id: str) -> Callable[[EvalCase], list[Attempt]]:
-    sources = ", ".join(traces.sources) or "the traces"
-
-    def attempts(case: EvalCase) -> list[Attempt]:
-        runs = traces.runs(eval_set_id, case.eval_id)
-        if not runs:
-            return [Attempt(1, None, f"no trace for this case in {sources}")]
-        return [
-            Attempt(run, invocations, trace=["t", eval_set_id, case.eval_id, run])
-            for run, invocations in runs
-        ]
-
-    return attempts
-
-
-AttemptsOf = Callable[[EvalCase], Sequence[Attempt | Awaitable[Attempt]]]
-"""A case's runs to score: each ready, or to await (its agent still running)."""
-
-
-async def _evaluate_set(
-    job: EvalSetJob,
-    attempts: AttemptsOf,
-    registry: MetricRegistry,
-    semaphore: asyncio.Semaphore,
-    on_case: CaseCallback | None,
-    judges: JudgeProvider | None,
-    started: float | None = None,
-    done: DoneCases | None = None,
-    captures: Captures | None = None,
-    finished_case: Callable[[], None] | None = None,
-    window: int = 64,
-    position: int | None = None,
-) -> EvalSetResult:
-    started = time.perf_counter() if started is None else started
-    eval_set = job.loaded.eval_set
-    recording = judges if isinstance(judges, _RecordingProvider) or judges is None else None
-    if judges is not None and recording is None:
-        recording = _RecordingProvider(judges)
-    metrics = configured_metrics(
-        job.config, registry, recording, eval_set_folder=_folder_of(job.loaded.path)
-    )
-
-    async def one(item: tuple[int, EvalCase, Attempt | Awaitable[Attempt]]) -> EvalCaseResult:
-        index, case, ready = item
-        attempt = ready if isinstance(ready, Attempt) else await ready
-        key = (eval_set.eval_set_id, case.eval_id, attempt.run)
-        finished = done.get(key) if done is not None else None  # not `or`: len() may query
-        if finished is not None:
-            return finished
-        async with semaphore:
-            with working_on((position or 0, index, attempt.run)) as clock:
-                began = time.perf_counter()
-                result = await score_case(
-                    eval_set.eval_set_id,
-                    case,
-                    attempt.invocations,
-                    metrics,
-                    attempt.reason,
-                    attempt.run,
-                    attempt.simulator_usage,
-                    captures,
-                )
-                scoring_s = clock.working_s(time.perf_counter() - began)
-        result.assay.duration_s = round(attempt.working_s + scoring_s, 6)
-        remember(case, index, attempt, result)
-        if on_case is not None:
-            on_case(job, result)
-        if finished_case is not None:
-            finished_case()
-        return result
-
-    def remember(case: EvalCase, index: int, attempt: Attempt, result: EvalCaseResult) -> None:
-        """Say where the case's invocations came from, for the run history's encoder."""
-        captured = captures.get(id(result)) if captures is not None else None
-        if captured is None:
-            return
-        if attempt.trace is not None and attempt.invocations:
-            captured.actual = (attempt.trace, attempt.invocations)
-        if position is not None and case.conversation:
-            captured.expected = ([position, index], case.conversation)
-
-    work = (
-        (index, case, attempt)
-        for index, case in enumerate(eval_set.eval_cases)
-        for attempt in attempts(case)
-    )
-    collected = CaseResults()
-    async for result in in_order(work, one, window=window):
-        collected.append(result)
-    return set_result(job, collected.close(), judge_infos(recording), started)
-
-
-def _window(concurrency: int) -> int:
-    """Cases started ahead of the oldest unfinished one: enough to keep ``concurrency`` busy
-    past a slow case, few enough that memory does not grow with the eval set."""
-    return max(4 * concurrency, 64)
-
-
-async def in_order(
-    work: Iterable[_W], one: Callable[[_W], Awaitable[_R]], *, window: int
-) -> AsyncIterator[_R]:
-    """``one`` of each item of ``work``, at most ``window`` started and not yet handed on, the
-    results in the order of ``work`` (which is read as it goes: a generator over a streamed eval
-    set is never held whole), each handed on as soon as it and those before it are done. If one
-    fails, the others are cancelled."""
-    pending: deque[asyncio.Future[_R]] = deque()
-    try:
-        for item in work:
-            pending.append(asyncio.ensure_future(one(item)))
-            if len(pending) >= window:
-                yield await pending.popleft()
-        while pending:
-            yield await pending.popleft()
-    finally:
-        for future in pending:
-            future.cancel()
-
-
-def set_result(
-    job: EvalSetJob,
-    case_results: Sequence[EvalCaseResult],
-    judges: dict[str, JudgeInfo],
-    started: float,
-) -> EvalSetResult:
-    """One eval set's result: its case results in eval-set order (a :class:`CaseResults` as the
-    runner collects them, or any sequence), with the set's notes (the summary and token usage
-    over its cases, ``judges`` as :func:`judge_infos` describes them, the time since
-    ``started``, a :func:`time.perf_counter` reading)."""
-    eval_set = job.loaded.eval_set
-    collected = CaseResults.of(case_results)
-    created = time.time()
-    result_id = f"{_app_name(eval_set)}_{eval_set.eval_set_id}_{created}"
-    notes = SetNotes(
-        version=__version__,
-        eval_set_path=str(job.loaded.path),
-        config_source=job.config_source,
-        criteria=job.config.criteria_as_written(),
-        summary=collected.summary,
-        duration_s=round(time.perf_counter() - started, 6),
-        judges=judges,
-        usage=collected.usage,
-    )
-    fields: dict[str, Any] = {
-        "eval_set_result_id": result_id,
-        "eval_set_result_name": result_id.replace("/", "_"),
-        "eval_set_id": eval_set.eval_set_id,
-        "creation_timestamp": created,
-        "assay": notes,
-    }
-    if collected.spilled:  # read back on each pass; validating it would make it a list
-        return EvalSetResult.model_construct(eval_case_results=collected, **fields)
-    return EvalSetResult(eval_case_results=list(collected), **fields)
-
-
-async def _with_judge_pool(
-    settings: JudgeSettings,
-    run: Callable[[JudgeProvider], Awaitable[list[EvalSetResult]]],
-) -> list[EvalSetResult]:
-    """Open the judge pool (and its response cache) for one run, and close both after it."""
-    from assay.llm.cache import ResponseCache
-    from assay.llm.client import RetryPolicy
-    from assay.llm.selection import JudgePool
-
-    env = settings.env if settings.env is not None else os.environ
-    cache = None
-    if settings.cache and settings.shared_cache is None:
-        cache = ResponseCache(settings.cache_path or ResponseCache.default_path(env))
-    pool = JudgePool(
-        override=settings.model,
-        env=env,
-        concurrency=settings.concurrency,
-        timeout_s=settings.timeout_s,
-        retry=RetryPolicy(max_attempts=settings.max_attempts),
-        cache=settings.shared_cache if settings.cache and cache is None else cache,
-        profile=settings.profile,
-        transcript=settings.transcript,
-        limit=settings.shared_limit,
-    )
-    try:
-        return await run(pool)
-    finally:
-        await pool.aclose()
-        if cache is not None:
-            cache.close()
-
-
-def _needs_judge(jobs: Sequence[EvalSetJob], registry: MetricRegistry) -> bool:
-    return any(registry.is_judged(name) for job in jobs for name in job.config.criteria)
+from assay.runner.agent_run import AgentSettings
+from assay.runner.executors.base import Executor, InferenceCallback
+from assay.runner.judges import JudgeSettings as JudgeSettings
+from assay.runner.options import HistoryOption, RunOptions
+from assay.runner.run import RunHooks, run_jobs
+from assay.runner.sets import AttemptsOf as AttemptsOf
+from assay.runner.sets import CaseCallback as CaseCallback
+from assay.runner.sets import DoneCases as DoneCases
+from assay.runner.sets import EvalSetJob as EvalSetJob
+from assay.runner.sets import _RecordingProvider as _RecordingProvider
+from assay.runner.sets import configured_metrics as configured_metrics
+from assay.runner.sets import in_order as in_order
+from assay.runner.sets import judge_infos as judge_infos
+from assay.runner.sets import set_result as set_result
 
 
 async def evaluate(
@@ -428,11 +43,15 @@ async def evaluate(
     registry: MetricRegistry | None = None,
     concurrency: int = 8,
     on_case: CaseCallback | None = None,
-    on_inference: Callable[[EvalSetJob, list[CaseInference]], None] | None = None,
+    on_inference: InferenceCallback | None = None,
     judges: JudgeProvider | JudgeSettings | None = None,
     done: DoneCases | None = None,
     captures: Captures | None = None,
     progress: ProgressCallback | bool = True,
+    history: HistoryOption = False,
+    resume: str | None = None,
+    executor: Executor | None = None,
+    options: RunOptions | None = None,
 ) -> list[EvalSetResult]:
     """Score every case of every eval set; one result per set.
 
@@ -446,119 +65,37 @@ async def evaluate(
     :class:`~assay.report.progress.RunUpdate` (cases and LLM calls done out of all, an ETA, the
     case) as each case finishes; by default a line per finished case, and a heartbeat while none
     finishes, goes to stderr; False for neither.
+
+    ``history`` records the run in the run history, as ``assay eval`` does (True: the default
+    history, else the history file's path), so that ``assay runs`` and ``assay show`` list it;
+    ``resume`` (a run's id, or ``latest``) continues a recorded run with the same eval sets and
+    options, its finished cases kept. ``executor`` is where the cases run (by default in this
+    process; :class:`~assay.runner.executors.ray.RayExecutor` for a Ray cluster). ``options``
+    gives all of these settings (and the judges') in one :class:`RunOptions`, in place of
+    ``concurrency``, ``progress``, ``history``, ``resume`` and ``executor``.
     """
-    if concurrency < 1:
-        raise ValueError("concurrency must be at least 1")
+    if options is None:
+        options = RunOptions(
+            concurrency=concurrency,
+            progress=progress,
+            history=history,
+            resume=resume,
+            executor=executor,
+        )
+        judges = judges if judges is not None else JudgeSettings()
+    elif (concurrency, progress, history, resume, executor) != (8, True, False, None, None):
+        raise ValueError(
+            "give concurrency, progress, history, resume and executor in options, not beside it"
+        )
     if (traces is None) == (agent is None):
         raise ValueError("give either traces or an agent")
-    registry = registry or default_registry()
-    semaphore = asyncio.Semaphore(concurrency)
-
-    async def one_set(position: int, job: EvalSetJob, pool: JudgeProvider | None) -> EvalSetResult:
-        started = time.perf_counter()
-        provider = _RecordingProvider(pool) if pool is not None else None  # judges and user
-
-        def scored(attempts: AttemptsOf) -> Awaitable[EvalSetResult]:
-            return _evaluate_set(
-                job,
-                attempts,
-                registry,
-                semaphore,
-                on_case,
-                provider,
-                started,
-                done,
-                captures,
-                finished_case,
-                _window(concurrency),
-                position,
-            )
-
-        if agent is None:
-            assert traces is not None
-            return await scored(_from_traces(traces, job.loaded.eval_set.eval_set_id))
-        stream = _inference_stream(position, job, agent, provider, done)
-        try:
-            result = await scored(stream.attempts)
-        except BaseException:
-            stream.cancel()  # a failed (or cancelled) scoring stops the agent
-            raise
-        if on_inference is not None:
-            on_inference(job, await stream.finish())
-        return result
-
-    async def run(provider: JudgeProvider | None) -> list[EvalSetResult]:
-        return [await one_set(n, job, provider) for n, job in enumerate(jobs)]
-
-    runs = agent.inference.num_runs if agent is not None else 1
-    cases = sum(len(job.loaded.eval_set.eval_cases) for job in jobs) * runs
-    cases -= len(done) if done is not None else 0  # taken as they are: not reported
-    with (
-        reporting(progress, max(cases, 0), on_case) as on_case,
-        results_kept_frozen() as finished_case,
-    ):
-        if isinstance(judges, JudgeSettings) or judges is None:
-            if not _needs_judge(jobs, registry) and not _needs_simulator(jobs, agent):
-                return await run(None)
-            return await _with_judge_pool(judges or JudgeSettings(), run)
-        return await run(judges)
-
-
-def _needs_simulator(jobs: Sequence[EvalSetJob], agent: AgentSettings | None) -> bool:
-    if agent is None or agent.make_simulator is not None:
-        return False
-    return any(
-        c.conversation_scenario is not None for j in jobs for c in j.loaded.eval_set.eval_cases
+    source = traces if traces is not None else agent
+    assert source is not None
+    hooks = RunHooks(on_case=on_case, on_inference=on_inference)
+    outcome = await run_jobs(
+        jobs, source, options, hooks, judges=judges, registry=registry, done=done, captures=captures
     )
-
-
-def _inference_stream(
-    position: int,
-    job: EvalSetJob,
-    agent: AgentSettings,
-    provider: JudgeProvider | None,
-    done: DoneCases | None,
-) -> _Stream:
-    """The agent started over the set's cases that ``done`` does not hold every run of; the
-    others' runs are ready at once, with nothing to score (they are taken from ``done``)."""
-    simulators = agent.make_simulator or _default_simulators(job, provider)
-    runs = range(1, agent.inference.num_runs + 1)
-    cases = job.loaded.eval_set.eval_cases
-    set_id = job.loaded.eval_set.eval_set_id
-    had = done if done is not None else {}
-    skipped = {c.eval_id for c in cases if all((set_id, c.eval_id, run) in had for run in runs)}
-    index = {id(case): n for n, case in enumerate(cases)}
-    stream = InferenceStream(
-        [c for c in cases if c.eval_id not in skipped],
-        agent,
-        simulators,
-        order=lambda case, run: (position, index[id(case)], run),
-    )
-    return _Stream(stream, skipped, [Attempt(run, None) for run in runs])
-
-
-@dataclass
-class _Stream:
-    """An :class:`InferenceStream`, and the cases a resumed run already has."""
-
-    stream: InferenceStream
-    skipped: set[str]
-    kept: list[Attempt]
-
-    def attempts(self, case: EvalCase) -> Sequence[Attempt | Awaitable[Attempt]]:
-        return self.kept if case.eval_id in self.skipped else self.stream.attempts(case)
-
-    def cancel(self) -> None:
-        self.stream.cancel()
-
-    async def finish(self) -> list[CaseInference]:
-        return await self.stream.finish()
-
-
-def _default_simulators(job: EvalSetJob, provider: JudgeProvider | None) -> SimulatorFactory:
-    from assay.runner.simulators import simulators_for
-
-    return simulators_for(job.config, provider)
+    return outcome.results
 
 
 evaluate_sync = sync_of(evaluate, "evaluate_sync", ":func:`evaluate` for code that is not async.")

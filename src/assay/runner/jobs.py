@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from assay.config import EvalConfig, default_config, load_config, parse_config
 from assay.errors import InputError
 from assay.evalset.io import LoadedEvalSet, config_beside, load_eval_set
-from assay.runner.evaluate import EvalSetJob
+from assay.runner.sets import EvalSetJob
 
 GivenConfig = EvalConfig | Mapping[str, Any] | str | os.PathLike[str]
 """An :class:`~assay.config.EvalConfig`, its data, or the path of its file (JSON or YAML)."""
@@ -56,7 +56,8 @@ def config_for(eval_set: EvalSetSource, config: GivenConfig | None = None) -> Ch
     not read; raises :class:`~assay.errors.ConfigError`."""
     if config is not None:
         return given_config(config)
-    beside = config_beside(_file_of(eval_set))
+    file = _file_of(eval_set)
+    beside = config_beside(file)
     if beside is None:
         return default_config(), "defaults"
     return load_config(beside), str(beside)
@@ -82,7 +83,8 @@ def jobs_for(
     find = partial(config_for, config=config)
     jobs = []
     for source in eval_sets:
-        key = None if config is not None else config_beside(_file_of(source))
+        file = _file_of(source)
+        key = None if config is not None else config_beside(file)
         if key not in configs:
             configs[key] = _attempt(find, source, failed)
         if isinstance(source, LoadedEvalSet):

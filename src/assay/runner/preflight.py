@@ -22,17 +22,24 @@ Each judge that fails is one line: which judge, for which metrics, what is wrong
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from assay.config import BaseCriterion
+from assay._internal.aio import run_sync
+from assay.config import BaseCriterion, EvalConfig
 from assay.errors import AssayError
 from assay.llm.base import LlmBackend, LlmUnavailableError
 from assay.llm.redact import redact
 from assay.llm.registry import resolve_backend
 from assay.llm.selection import JudgeChoice, choose_judge_model, describe_judge
+from assay.metrics.registry import MetricRegistry, default_registry
 from assay.results.model import SIMULATOR
+from assay.runner.simulators import simulator_judge
+
+if TYPE_CHECKING:
+    from assay.runner.sets import EvalSetJob
 
 SIMULATED_USER = SIMULATOR
 """The name the simulated user's model is asked for under (as in ``assay.judges``)."""
@@ -146,3 +153,58 @@ __all__ = [
     "JudgeRecorder",
     "check_judges",
 ]
+
+
+def _judged(config: EvalConfig, registry: MetricRegistry) -> list[tuple[str, BaseCriterion]]:
+    """The config's metrics that ask a judge (a custom metric's function asks none)."""
+    custom = config.custom_metrics or {}
+    return [
+        (name, criterion)
+        for name, criterion in config.criteria.items()
+        if name not in custom and registry.is_judged(name)
+    ]
+
+
+def run_judges(
+    jobs: Sequence[EvalSetJob],
+    *,
+    override: str | None,
+    env: Mapping[str, str],
+    simulated_user: bool,
+    registry: MetricRegistry | None = None,
+) -> list[JudgeNeed]:
+    """Every judge the run will call, with its metrics: each judged criterion's, and, when
+    ``simulated_user`` (an agent run) and a set has a ``conversation_scenario``, the simulated
+    user's model."""
+    registry = registry or default_registry()
+    recorder = JudgeRecorder(override=override, env=env)
+    for job in jobs:
+        for name, criterion in _judged(job.config, registry):
+            recorder.judge_for(name, criterion)
+        cases = job.loaded.eval_set.eval_cases
+        if simulated_user and any(case.conversation_scenario is not None for case in cases):
+            simulator_judge(job.config, recorder)
+    return recorder.needs()
+
+
+def check_run_judges(
+    jobs: Sequence[EvalSetJob],
+    *,
+    override: str | None,
+    simulated_user: bool,
+    env: Mapping[str, str] | None = None,
+    registry: MetricRegistry | None = None,
+) -> None:
+    """Raise :class:`~assay.runner.preflight.JudgeCheckError` (exit 2) when a judge the run will
+    call cannot work, one line per judge; call nothing else. ``override`` is
+    ``--judge-model``; ``env`` (default ``os.environ``) what the run's judges read."""
+    env = os.environ if env is None else env
+    needs = run_judges(
+        jobs, override=override, env=env, simulated_user=simulated_user, registry=registry
+    )
+    if not needs:
+        return
+    checked = check_judges(needs, env=env)
+    problems = run_sync(checked)
+    if problems:
+        raise JudgeCheckError(problems)

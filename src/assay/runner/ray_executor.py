@@ -33,11 +33,13 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from assay._internal.aio import in_event_loop, run_sync
 from assay._version import __version__
 from assay.errors import AssayError
 from assay.evalset.case import EvalCase
@@ -49,15 +51,8 @@ from assay.results.collected import CaseResults
 from assay.results.model import EvalCaseResult, EvalSetResult, JudgeInfo
 from assay.results.traces import Traces
 from assay.runner.agent_run import AgentSettings
-from assay.runner.evaluate import (
-    CaseCallback,
-    DoneCases,
-    EvalSetJob,
-    JudgeSettings,
-    configured_metrics,
-    set_result,
-)
 from assay.runner.inference import CaseInference
+from assay.runner.judges import JudgeSettings
 from assay.runner.ray_worker import (
     ChunkOutcome,
     Probe,
@@ -68,6 +63,13 @@ from assay.runner.ray_worker import (
     shipping,
 )
 from assay.runner.scoring import score_case
+from assay.runner.sets import (
+    CaseCallback,
+    DoneCases,
+    EvalSetJob,
+    configured_metrics,
+    set_result,
+)
 
 TASK_ATTEMPTS = 3
 """Attempts per task whose worker dies before it gives its cases back."""
@@ -543,7 +545,13 @@ def _shipped(job: EvalSetJob) -> EvalSetJob:
 
 
 def _run_sync(coroutine: Any) -> EvalCaseResult:
+    """``coroutine``'s result, run to its end here (on a thread of its own when this thread
+    runs an event loop already: :class:`~assay.runner.executors.ray.RayExecutor` is called from
+    one)."""
     import asyncio
 
-    result: EvalCaseResult = asyncio.run(coroutine)
+    if not in_event_loop():
+        return run_sync(coroutine)  # type: ignore[no-any-return]
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        result: EvalCaseResult = thread.submit(asyncio.run, coroutine).result()
     return result

@@ -1,5 +1,5 @@
 """The worker's side of the Ray executor (:mod:`assay.runner.ray_executor`): Ray tasks that run
-the in-process core, :func:`assay.runner.evaluate.evaluate`, on a few cases of one eval set.
+the in-process core, :class:`~assay.runner.executors.local.LocalExecutor`, on a few cases of one eval set.
 
 A task gets the run's :class:`WorkerContext` (the agent spec, inference and judge settings, the
 shared limiter and cache actors), its eval set (from the object store, kept per process, since
@@ -33,8 +33,11 @@ from assay.llm.shared import RemoteLimit, RemoteStore, SharedLimit
 from assay.results.model import EvalCaseResult, JudgeInfo
 from assay.results.traces import Traces
 from assay.runner.agent_run import AgentSettings
-from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate
+from assay.runner.executors.base import RunPlan
+from assay.runner.executors.local import LocalExecutor
 from assay.runner.inference import CaseInference, InferenceSettings
+from assay.runner.judges import JudgeSettings
+from assay.runner.sets import EvalSetJob
 
 AGENT_KEY = "agent"
 """The shared limit's key for conversations with the agent (``--inference-concurrency``)."""
@@ -219,16 +222,15 @@ async def _run(
             for run, invocations in found:
                 traces.add((eval_set.eval_set_id, eval_id), invocations, run)
     inferred: list[CaseInference] = []
-    results = await evaluate(
-        [sub],
-        traces,
+    plan = RunPlan(
+        traces=traces,
         agent=agent,
         concurrency=context.concurrency,
         judges=judges,
         done=done,
         on_inference=lambda _job, found: inferred.extend(found),
-        progress=False,  # the driver reports the run's progress
-    )
+    )  # no progress: the driver reports the run's
+    results = await LocalExecutor().run([sub], plan)
     (result,) = results
     return ChunkOutcome(
         results=result.eval_case_results,

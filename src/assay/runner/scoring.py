@@ -221,45 +221,83 @@ async def score_case(
     made (:class:`CapturedRows`), for the run history.
     """
     started = time.perf_counter()
-    user_id = case.session_input.user_id if case.session_input else "test_user_id"
     notes = CaseNotes(run=run, simulator_usage=simulator_usage)
+    captured = CapturedRows() if captures is not None else None
+    fields: dict[str, Any] = {
+        "eval_set_file": eval_set_id,
+        "eval_set_id": eval_set_id,
+        "eval_id": case.eval_id,
+        "user_id": case.session_input.user_id if case.session_input else "test_user_id",
+        "assay": notes,
+    }
     if actual is None:
         reason = missing_reason or "no actual invocations"
-        notes.reason = reason
-        overall = []
-        captured = CapturedRows() if captures is not None else None
-        for configured in metrics:
-            overall.append(_metric_row(configured, None, EvalStatus.NOT_EVALUATED))
-            notes.metric_reasons[configured.name] = reason
-            if captured is not None:
-                captured.add(configured, overall[-1:])
-        missing = EvalCaseResult(
-            eval_set_file=eval_set_id,
-            eval_set_id=eval_set_id,
-            eval_id=case.eval_id,
+        result = EvalCaseResult(
             final_eval_status=EvalStatus.NOT_EVALUATED,
+            overall_eval_metric_results=_missing_rows(metrics, notes, reason, captured),
+            **fields,
+        )
+    else:
+        expected = case.conversation
+        if expected is not None and len(expected) != len(actual):
+            notes.reason = f"expected {len(expected)} invocations, got {len(actual)}"
+        rows = [
+            EvalMetricResultPerInvocation(
+                actual_invocation=inv,
+                expected_invocation=(
+                    expected[i] if expected and len(expected) == len(actual) else None
+                ),
+            )
+            for i, inv in enumerate(actual)
+        ]
+        overall = await _scored_rows(case, actual, metrics, notes, rows, captured)
+        notes.duration_s = round(time.perf_counter() - started, 6)
+        status = case_status([row.eval_status for row in overall])
+        if status is EvalStatus.PASSED and not notes.reason:
+            notes.reason = no_judged_verdict(metrics, overall, notes.not_applicable)
+        result = EvalCaseResult(
+            final_eval_status=EvalStatus.NOT_EVALUATED if notes.reason else status,
             overall_eval_metric_results=overall,
-            user_id=user_id,
-            assay=notes,
+            eval_metric_result_per_invocation=rows,
+            **fields,
         )
-        if captures is not None and captured is not None:
-            captures[id(missing)] = captured
-        return missing
+    if captures is not None and captured is not None:
+        captures[id(result)] = captured
+    return result
+
+
+def _missing_rows(
+    metrics: Sequence[ConfiguredMetric],
+    notes: CaseNotes,
+    reason: str,
+    captured: CapturedRows | None,
+) -> list[EvalMetricResult]:
+    """Each metric NOT_EVALUATED for ``reason`` (there is nothing to score)."""
+    notes.reason = reason
+    overall: list[EvalMetricResult] = []
+    for configured in metrics:
+        overall.append(_metric_row(configured, None, EvalStatus.NOT_EVALUATED))
+        notes.metric_reasons[configured.name] = reason
+        if captured is not None:
+            captured.add(configured, overall[-1:])
+    return overall
+
+
+async def _scored_rows(
+    case: EvalCase,
+    actual: Sequence[Invocation],
+    metrics: Sequence[ConfiguredMetric],
+    notes: CaseNotes,
+    rows: list[EvalMetricResultPerInvocation],
+    captured: CapturedRows | None,
+) -> list[EvalMetricResult]:
+    """The case's overall rows, each metric's per-invocation rows added to ``rows``.
+
+    The metrics run together, so that a judge serving several can take their calls in the
+    order it answers fastest (the embedded one: calls that share a prompt's start back to
+    back); the rows are made in the configured order as each result arrives."""
     expected = case.conversation
-    if expected is not None and len(expected) != len(actual):
-        notes.reason = f"expected {len(expected)} invocations, got {len(actual)}"
-    rows = [
-        EvalMetricResultPerInvocation(
-            actual_invocation=inv,
-            expected_invocation=expected[i] if expected and len(expected) == len(actual) else None,
-        )
-        for i, inv in enumerate(actual)
-    ]
-    overall = []
-    captured = CapturedRows() if captures is not None else None
-    # The metrics run together, so that a judge serving several can take their calls in the
-    # order it answers fastest (the embedded one: calls that share a prompt's start back to
-    # back); the rows are made in the configured order as each result arrives.
+    overall: list[EvalMetricResult] = []
     skips = [configured.not_applicable(case) for configured in metrics]
     running = [
         asyncio.ensure_future(_run_metric(configured, actual, expected, case))
@@ -290,20 +328,4 @@ async def score_case(
     finally:
         for task in running:
             task.cancel()  # only those still running: a cancelled case stops its metrics
-    notes.duration_s = round(time.perf_counter() - started, 6)
-    status = case_status([row.eval_status for row in overall])
-    if status is EvalStatus.PASSED and not notes.reason:
-        notes.reason = no_judged_verdict(metrics, overall, notes.not_applicable)
-    scored = EvalCaseResult(
-        eval_set_file=eval_set_id,
-        eval_set_id=eval_set_id,
-        eval_id=case.eval_id,
-        final_eval_status=EvalStatus.NOT_EVALUATED if notes.reason else status,
-        overall_eval_metric_results=overall,
-        eval_metric_result_per_invocation=rows,
-        user_id=user_id,
-        assay=notes,
-    )
-    if captures is not None and captured is not None:
-        captures[id(scored)] = captured
-    return scored
+    return overall

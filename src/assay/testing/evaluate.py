@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +30,12 @@ from assay.agents.spec import AgentLike, agent_factory
 from assay.errors import EvalSetError, Problem
 from assay.evalset.case import EvalCase, EvalSet
 from assay.evalset.io import LoadedEvalSet
-from assay.llm.profile import resolve_profile
 from assay.report.progress import ProgressCallback
 from assay.results.model import EvalSetResult
-from assay.runner.agent_run import AgentSettings
-from assay.runner.evaluate import EvalSetJob, JudgeSettings, evaluate
-from assay.runner.inference import InferenceSettings
+from assay.runner.evaluate import EvalSetJob, evaluate
+from assay.runner.executors.base import Executor
 from assay.runner.jobs import EvalSetSource, GivenConfig, jobs_for
+from assay.runner.options import HistoryOption, RunOptions
 from assay.testing.failures import assert_passed
 
 EVAL_SET_SUFFIXES = (".evalset.json", ".test.json")
@@ -48,49 +47,18 @@ ConfigLike = GivenConfig | None
 """An :class:`~assay.config.EvalConfig`, its data, or the path of its file."""
 
 
-@dataclass(frozen=True)
-class RunSettings:
-    """How the agent is run and judged: :func:`evaluate_agent`'s keyword arguments."""
+RunSettings = RunOptions
+"""How the agent is run, judged and recorded: :func:`evaluate_agent`'s keyword arguments (the
+runner's :class:`~assay.runner.options.RunOptions`)."""
 
-    num_runs: int = 2
-    judge_model: str | None = None
-    mock_tools: bool = False
-    turn_timeout_s: float = 300.0
-    inference_concurrency: int = 4
-    agent_attempts: int = 2
-    concurrency: int = 8
-    cache: bool = True
-    env: Mapping[str, str] | None = None
-    judge_profile: str | None = None
-    """A judge profile file (as ``--judge-profile``), ``none``, or None for the default."""
 
-    def __post_init__(self) -> None:
-        self.inference()  # a bad value is a ValueError now, before any file is read
-        if self.concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
-
-    def inference(self) -> InferenceSettings:
-        """The runner's inference settings."""
-        return InferenceSettings(
-            num_runs=self.num_runs,
-            concurrency=self.inference_concurrency,
-            turn_timeout_s=self.turn_timeout_s,
-            mock_tools=self.mock_tools,
-            attempts=self.agent_attempts,
-        )
-
-    def agent(self, factory: AgentFactory) -> AgentSettings:
-        """The runner's agent settings for ``factory``."""
-        return AgentSettings(make_agent=factory, inference=self.inference())
-
-    def judges(self) -> JudgeSettings:
-        """The runner's judge settings."""
-        return JudgeSettings(
-            model=self.judge_model or None,
-            cache=self.cache,
-            env=self.env,
-            profile=resolve_profile(self.judge_profile),
-        )
+def agent_name(agent: AgentLike) -> str:
+    """What the run history calls ``agent``: its spec, else its qualified name."""
+    if isinstance(agent, str):
+        return agent
+    module = getattr(agent, "__module__", None) or type(agent).__module__
+    name = getattr(agent, "__qualname__", None) or type(agent).__qualname__
+    return f"{module}:{name}"
 
 
 def _files_in(folder: Path) -> list[Path]:
@@ -166,22 +134,21 @@ def _select(jobs: list[EvalSetJob], eval_ids: Sequence[str]) -> list[EvalSetJob]
 async def run_jobs(
     jobs: Sequence[EvalSetJob],
     factory: AgentFactory,
-    settings: RunSettings,
+    settings: RunOptions,
     whole_sets: Sequence[EvalSetJob] = (),
-    progress: ProgressCallback | bool = True,
+    progress: ProgressCallback | bool | None = None,
+    name: str | None = None,
 ) -> list[EvalSetResult]:
-    """Run and score ``jobs``; ``whole_sets`` are the jobs they were cut from, if they were;
-    ``progress`` as :func:`~assay.runner.evaluate.evaluate` takes it."""
+    """Run and score ``jobs`` as ``settings`` say; ``whole_sets`` are the jobs they were cut
+    from, if they were; ``progress``, when given, in place of the settings' (as
+    :func:`~assay.runner.evaluate.evaluate` takes it); ``name`` is what the run history calls
+    the agent."""
     if whole_sets:
         factory = _seeing_whole_sets(factory, whole_sets)
-    agent = settings.agent(factory)
-    return await evaluate(
-        jobs,
-        agent=agent,
-        concurrency=settings.concurrency,
-        judges=settings.judges(),
-        progress=progress,
-    )
+    if progress is not None:
+        settings = replace(settings, progress=progress)
+    agent = settings.agent(factory, name=name)
+    return await evaluate(jobs, agent=agent, options=settings)
 
 
 async def aevaluate_agent(
@@ -202,6 +169,9 @@ async def aevaluate_agent(
     check: bool = True,
     judge_profile: str | None = None,
     progress: ProgressCallback | bool = True,
+    history: HistoryOption = False,
+    resume: str | None = None,
+    executor: Executor | None = None,
 ) -> list[EvalSetResult]:
     """Run ``agent`` over ``eval_set`` and score it; one result per eval set.
 
@@ -215,9 +185,12 @@ async def aevaluate_agent(
     applicable metric evaluated; ``progress`` is called with a
     :class:`~assay.report.progress.RunUpdate` as each case finishes (by default a line per case,
     and a heartbeat while none finishes, goes to stderr; False for neither); bad files raise :class:`~assay.errors.InputError`, a bad agent
-    :class:`~assay.agents.python.AgentLoadError`.
+    :class:`~assay.agents.python.AgentLoadError`. ``history`` records the run in the run history
+    (True: the default one, else its file's path) for ``assay runs`` and ``assay show``;
+    ``resume`` continues a recorded run; ``executor`` is where the cases run (see
+    :func:`~assay.runner.evaluate.evaluate`).
     """
-    settings = RunSettings(
+    settings = RunOptions(
         num_runs=num_runs,
         judge_model=judge_model,
         mock_tools=mock_tools,
@@ -228,12 +201,16 @@ async def aevaluate_agent(
         cache=cache,
         env=env,
         judge_profile=judge_profile,
+        progress=progress,
+        history=history,
+        resume=resume,
+        executor=executor,
     )
     jobs = load_jobs(eval_set, config)
     factory = agent_factory(agent, env=env)
     chosen = _select(jobs, eval_ids) if eval_ids is not None else jobs
     whole = jobs if eval_ids is not None else ()
-    results = await run_jobs(chosen, factory, settings, whole, progress)
+    results = await run_jobs(chosen, factory, settings, whole, name=agent_name(agent))
     if check:
         assert_passed(results)
     return results

@@ -36,6 +36,7 @@ from assay.agents.spec import agent_factory
 from assay.errors import AssayError, InputError, Problem
 from assay.evalset.io import config_beside
 from assay.runner.evaluate import EvalSetJob
+from assay.runner.options import HistoryOption
 from assay.testing.evaluate import (
     EVAL_SET_SUFFIXES,
     RunSettings,
@@ -102,11 +103,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="Answer the agent's tool calls from the eval case's recorded tool responses.",
     )
+    group.addoption(
+        "--assay-history",
+        dest="assay_history",
+        metavar="FILE",
+        help="Record each eval case's run in this run history (assay runs, assay show); "
+        "'default' for the default history (as assay eval's).",
+    )
     parser.addini("assay_agent", "The agent to evaluate (as --assay-agent).", default="")
     parser.addini("assay_judge_model", "LLM judge (as --assay-judge-model).", default="")
     parser.addini("assay_judge_profile", "Judge profile (as --assay-judge-profile).", default="")
     parser.addini("assay_num_runs", "Runs per eval case (default 2).", default="2")
     parser.addini("assay_mock_tools", "Mock tools (as --assay-mock-tools).", type="bool")
+    parser.addini("assay_history", "Run history to record in (as --assay-history).", default="")
 
 
 def _num_runs(config: pytest.Config) -> int:
@@ -116,6 +125,14 @@ def _num_runs(config: pytest.Config) -> int:
         return int(raw)
     except ValueError:
         raise pytest.UsageError(f"assay_num_runs: expected a whole number, got {raw!r}") from None
+
+
+def _history(config: pytest.Config) -> HistoryOption:
+    """``--assay-history``: a history file, ``default`` for the default one; else none."""
+    given = config.getoption("assay_history") or config.getini("assay_history")
+    if not given:
+        return False
+    return True if given == "default" else str(given)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -131,6 +148,7 @@ def pytest_configure(config: pytest.Config) -> None:
             judge_profile=config.getoption("assay_judge_profile")
             or config.getini("assay_judge_profile")
             or None,
+            history=_history(config),
         )
     except ValueError as exc:
         raise pytest.UsageError(f"assay: {exc}") from None

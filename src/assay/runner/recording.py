@@ -1,12 +1,18 @@
-"""How ``assay eval`` records its runs in the history, and resumes one.
+"""How a run records itself in the history, and resumes one.
 
-Every run is recorded (:mod:`assay.history.store`) unless ``--no-history``. A
+``assay eval`` records every run (:mod:`assay.history.store`) unless ``--no-history``;
+:func:`~assay.runner.evaluate.evaluate`, :func:`~assay.testing.evaluate_agent` and the pytest
+plugin record theirs when asked (``history=``). A
 :class:`Recording` encodes each case result as it finishes (:mod:`assay.history.compact`) and
 hands it to the history's writer thread (:mod:`assay.history.writer`), which also keeps the
-run's input files and, at the end, the run's headers. ``--resume RUN`` checks that the eval
+run's input files and, at the end, the run's headers. Resuming a run (``--resume RUN``) checks that the eval
 sets, config, inputs and judge are the ones the run was recorded with (their hash), and gives the
 evaluation the case results that run already has, so those cases are neither run through the
 agent nor judged again.
+
+Nothing here prints: what the user should hear (a run that cannot be recorded, a resumed run's
+kept cases) is handed to the ``warn`` and ``note`` functions the caller gives (by default a
+:class:`RecordingWarning`, and nothing).
 """
 
 from __future__ import annotations
@@ -15,15 +21,12 @@ import contextlib
 import os
 import re
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import click
-from rich.markup import escape
-
-from assay.cli.output import make_console
 from assay.config import check_config
 from assay.errors import ConfigError, Problem, format_path
 from assay.history.compact import CaseEncoder, Inputs
@@ -40,11 +43,23 @@ from assay.history.writer import HistoryWriter
 from assay.results.captured import Captures
 from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.results.traces import Traces
-from assay.runner.evaluate import EvalSetJob
+from assay.runner.sets import EvalSetJob
+
+Notice = Callable[[str], None]
+"""Where a message for the user goes (the CLI prints it; the Python API warns)."""
 
 
-def _warn(message: str) -> None:
-    make_console(stderr=True).print(f"[yellow]warning:[/] {escape(message)}")
+class RecordingWarning(UserWarning):
+    """The run history could not be written: the run goes on, not (or no longer) recorded."""
+
+
+def warn_of(message: str) -> None:
+    """The default ``warn``: a :class:`RecordingWarning`."""
+    warnings.warn(message, RecordingWarning, stacklevel=3)
+
+
+def _ignore(_message: str) -> None:
+    """The default ``note``: nothing said."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +86,7 @@ def run_spec(
     mock_tools: bool = False,
     judge_model: str | None = None,
 ) -> RunSpec:
-    """The :class:`RunSpec` of an ``assay eval`` run."""
+    """The :class:`RunSpec` of a run (``agent`` is the agent's spec, or what names it)."""
     files = input_files(
         [(str(job.loaded.path), job.loaded.format) for job in jobs],
         () if agent else traces_paths,
@@ -229,7 +244,7 @@ def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
 
 @dataclass
 class Recording:
-    """One ``assay eval`` run being written to the history (with no writer: not recorded)."""
+    """One run being written to the history (with no writer: not recorded)."""
 
     writer: HistoryWriter | None = None
     encoder: CaseEncoder = field(default_factory=CaseEncoder)
@@ -237,6 +252,8 @@ class Recording:
     broken: str | None = None
     captures: Captures | None = None
     """Where scoring leaves each case's rows for the encoder (None when not recording)."""
+    warn: Notice = warn_of
+    """Told once when the history stops taking the run's cases."""
 
     def __post_init__(self) -> None:
         if self.writer is not None and self.captures is None:
@@ -293,7 +310,7 @@ class Recording:
     def _break(self, reason: str) -> None:
         if self.broken is None:
             self.broken = reason
-            _warn(f"{reason}; the rest of this run is not recorded")
+            self.warn(f"{reason}; the rest of this run is not recorded")
 
 
 def start_recording(
@@ -302,16 +319,18 @@ def start_recording(
     history_file: str | None = None,
     resume: str | None = None,
     judges: Sequence[str] = (),
+    warn: Notice = warn_of,
+    note: Notice = _ignore,
 ) -> Recording:
     """Start recording a run (or reopen the run ``resume`` names, with its finished cases).
 
     A history that cannot be written to is a warning for a new run (the run goes on unrecorded)
-    and an error for ``--resume``.
+    and an error for ``--resume``. ``warn`` and ``note`` are told what the user should know.
     """
     store = HistoryStore(Path(history_file) if history_file else default_history_path())
     try:
         if resume is not None:
-            return _resume(store, resume, spec)
+            return _resume(store, resume, spec, warn, note)
         run = store.start_run(
             spec.eval_sets, spec.settings(None), judges=judges, commit=git_commit()
         )
@@ -319,8 +338,8 @@ def start_recording(
         store.close()
         if resume is not None:
             raise
-        _warn(f"{exc}; this run is not recorded")
-        return Recording()
+        warn(f"{exc}; this run is not recorded")
+        return Recording(warn=warn)
     except BaseException:
         store.close()
         raise
@@ -347,10 +366,10 @@ def start_recording(
         return store_them
 
     writer = HistoryWriter(store, run, prepare=prepare)
-    return Recording(writer, CaseEncoder(spec.inputs))
+    return Recording(writer, CaseEncoder(spec.inputs), warn=warn)
 
 
-def _resume(store: HistoryStore, ref: str, spec: RunSpec) -> Recording:
+def _resume(store: HistoryStore, ref: str, spec: RunSpec, warn: Notice, note: Notice) -> Recording:
     info = store.get(ref)
     if info.source != "assay":
         raise HistoryError(f"run {info.id} was imported from {info.source}; it cannot be resumed")
@@ -375,9 +394,9 @@ def _resume(store: HistoryStore, ref: str, spec: RunSpec) -> Recording:
     if sorted(headers) != list(range(len(headers))):
         raise HistoryError(f"run {info.id}: its metric headers are incomplete; start a new run")
     store.reopen(info.id)
-    make_console().print(f"resuming run {info.id}: {len(done)} case result(s) kept")
+    note(f"resuming run {info.id}: {len(done)} case result(s) kept")
     encoder = CaseEncoder(spec.inputs, [headers[n] for n in range(len(headers))])
-    return Recording(HistoryWriter(store, info.id), encoder, done)
+    return Recording(HistoryWriter(store, info.id), encoder, done, warn=warn)
 
 
 @contextlib.contextmanager
@@ -385,16 +404,26 @@ def recorded(
     spec: RunSpec,
     *,
     enabled: bool,
-    history_file: str | None = None,
+    history_file: str | os.PathLike[str] | None = None,
     resume: str | None = None,
+    warn: Notice = warn_of,
+    note: Notice = _ignore,
 ) -> Iterator[Recording]:
-    """The recording of one ``assay eval`` run (one that records nothing with
-    ``--no-history``, or when the history cannot be written): marked interrupted when the run
-    stops early, closed after it."""
+    """The recording of one run (one that records nothing when not ``enabled``, or when the
+    history cannot be written): marked interrupted when the run stops early, closed after it.
+    A ValueError for ``resume`` without ``enabled``."""
     if resume is not None and not enabled:
-        raise click.BadParameter("cannot be used with --no-history", param_hint="'--resume'")
+        raise ValueError("a run can only be resumed from the run history")
     recording = (
-        start_recording(spec, history_file=history_file, resume=resume) if enabled else Recording()
+        start_recording(
+            spec,
+            history_file=str(history_file) if history_file is not None else None,
+            resume=resume,
+            warn=warn,
+            note=note,
+        )
+        if enabled
+        else Recording(warn=warn)
     )
     try:
         yield recording

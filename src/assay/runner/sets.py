@@ -1,0 +1,378 @@
+"""Scoring eval sets in this process: a set's cases scored as they come, in order, with the
+judges each metric got (:func:`score_set`), and the set's result (:func:`set_result`).
+
+Cases are scored concurrently up to the run's ``concurrency`` and handed on in the order of the
+eval set, each as soon as it and those before it are done. A case's LLM calls go before a later
+case's (:func:`~assay.llm.slots.working_on` marks them), so with few judge slots cases finish in
+turn; a case's ``duration_s`` is its own working time (its agent's conversations, and its scoring
+less the time its calls only waited for a slot). LLM-judged metrics get their judge from a
+:class:`JudgeProvider`; by default a pool built from :class:`JudgeSettings` (one client per judge
+model, shared limits, the response cache), opened and closed inside the run's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from assay._version import __version__
+from assay.config import (
+    CRITERION_TYPES,
+    INFORMATIONAL_METRICS,
+    BaseCriterion,
+    EvalConfig,
+    default_config,
+)
+from assay.evalset.case import EvalCase, EvalSet
+from assay.evalset.io import LoadedEvalSet, StreamedEvalSet
+from assay.llm.judge import Judge
+from assay.llm.slots import working_on
+from assay.metrics.custom import custom_metric
+from assay.metrics.registry import JudgeProvider, MetricRegistry
+from assay.results.captured import Captures
+from assay.results.collected import CaseResults
+from assay.results.model import EvalCaseResult, EvalSetResult, JudgeInfo, SetNotes
+from assay.results.model import summarize as summarize  # re-exported: callers import it from here
+from assay.results.traces import Traces
+from assay.runner.agent_run import Attempt
+from assay.runner.judges import JudgeSettings
+from assay.runner.scoring import ConfiguredMetric, score_case
+
+if TYPE_CHECKING:
+    from assay.llm.selection import JudgeChoice
+
+
+@dataclass(frozen=True)
+class EvalSetJob:
+    """One eval set to evaluate, with its config and where that config came from."""
+
+    loaded: LoadedEvalSet
+    config: EvalConfig = field(default_factory=default_config)
+    config_source: str = "defaults"
+
+
+_W = TypeVar("_W")
+_R = TypeVar("_R")
+
+CaseCallback = Callable[[EvalSetJob, EvalCaseResult], None]
+
+DoneCases = Mapping[tuple[str, str, int], EvalCaseResult]
+"""Case results a resumed run already has, by eval set id, eval id and run number: those cases
+are neither run through the agent nor scored again (``assay eval --resume``)."""
+
+
+class _RecordingProvider:
+    """Remembers which judge (or which reason for none) each metric got, and, when the judges
+    come from a :class:`~assay.llm.selection.JudgePool`, why it was chosen."""
+
+    def __init__(self, inner: JudgeProvider) -> None:
+        self.inner = inner
+        self.seen: dict[str, Judge | str] = {}
+        self.choices: dict[str, JudgeChoice] = {}
+
+    def judge_for(self, metric: str, criterion: BaseCriterion | None) -> Judge | str:
+        choice = self.inner.judge_for(metric, criterion)
+        self.seen[metric] = choice
+        chosen = self._chosen(metric)
+        if chosen is not None:
+            self.choices[metric] = chosen
+        else:
+            self.choices.pop(metric, None)
+        return choice
+
+    def _chosen(self, metric: str) -> JudgeChoice | None:
+        if isinstance(self.inner, _RecordingProvider):
+            return self.inner.choices.get(metric)
+        from assay.llm.selection import JudgePool
+
+        return self.inner.models().get(metric) if isinstance(self.inner, JudgePool) else None
+
+    def judge_model(self, metric: str) -> str | None:
+        """The model string naming ``metric``'s judge in its rows' criteria
+        (:func:`~assay.llm.selection.judged_model`); None when it has no judge."""
+        judge = self.seen.get(metric)
+        if not isinstance(judge, Judge):
+            return None
+        from assay.llm.selection import judged_model
+
+        return judged_model(judge.model)
+
+
+def configured_metrics(
+    config: EvalConfig,
+    registry: MetricRegistry,
+    judges: JudgeProvider | None = None,
+    *,
+    eval_set_folder: Path | None = None,
+) -> list[ConfiguredMetric]:
+    """The metrics a config asks for, in config order, then ADK's informational efficiency
+    metrics (tool calls, model calls, tokens, duration), which are reported on every run.
+    A judged metric's rows name the judge that scores it in their criterion.
+
+    A metric declared under ``custom_metrics`` runs its function (:mod:`assay.metrics.custom`,
+    imported now, with ``eval_set_folder`` and the working directory on ``sys.path``), as in ADK
+    even when it has a built-in metric's name; only a name that is no ADK metric but is
+    registered in ``registry`` keeps its registered metric."""
+    recording = (
+        judges
+        if judges is None or isinstance(judges, _RecordingProvider)
+        else _RecordingProvider(judges)
+    )
+    custom = config.custom_metrics or {}
+    metrics = []
+    for name, criterion in config.criteria.items():
+        declared = custom.get(name)
+        adk_name = name in CRITERION_TYPES or name in INFORMATIONAL_METRICS
+        if declared is not None and (adk_name or not registry.is_registered(name)):
+            built = custom_metric(name, criterion, declared, eval_set_folder=eval_set_folder)
+            metrics.append(
+                ConfiguredMetric(
+                    name, criterion, built, custom_function_path=declared.code_config.name
+                )
+            )
+            continue
+        metric = registry.create(name, criterion, recording)
+        judge_model = recording.judge_model(name) if recording is not None else None
+        metrics.append(
+            ConfiguredMetric(name, criterion, metric, registry.applies_to(name), judge_model)
+        )
+    metrics += [
+        ConfiguredMetric(name, None, registry.create(name, None))
+        for name in INFORMATIONAL_METRICS
+        if name not in config.criteria
+    ]
+    return metrics
+
+
+def _folder_of(eval_set_path: Path) -> Path | None:
+    """The folder of an eval set file; None for an eval set that was not read from a file."""
+    return eval_set_path.parent if eval_set_path.is_file() else None
+
+
+def _app_name(eval_set: EvalSet) -> str:
+    """The app name ADK puts in a result's id: the first case's that has one, else ``assay``."""
+    if isinstance(eval_set, StreamedEvalSet):  # noted as it was read
+        return eval_set.app_name or "assay"
+    for case in eval_set.eval_cases:
+        if case.session_input and case.session_input.app_name:
+            return case.session_input.app_name
+    return "assay"
+
+
+def judge_infos(recording: _RecordingProvider | None) -> dict[str, JudgeInfo]:
+    """What ``assay.judges`` says of each judge (and of the simulated user's model): the model,
+    its backend, why it was chosen and the judge in words; or why there was none."""
+    if recording is None or not recording.seen:
+        return {}
+    from assay.llm.redact import redact
+    from assay.llm.selection import JudgeChoice, describe_judge, judge_backend, judged_model
+
+    infos: dict[str, JudgeInfo] = {}
+    for metric, judge in recording.seen.items():
+        if isinstance(judge, str):
+            infos[metric] = JudgeInfo(unavailable=judge)
+            continue
+        chosen = recording.choices.get(metric)
+        if chosen is None or (chosen.model, chosen.source) != (judge.model, judge.source):
+            chosen = JudgeChoice(judge.model, judge.source)
+        infos[metric] = JudgeInfo(
+            model=redact(judge.model),
+            source=judge.source,
+            backend=judge_backend(judge),
+            judge_model=judged_model(judge.model),
+            description=describe_judge(chosen),
+            profile=judge.profile_note(),
+        )
+    return infos
+
+
+def _from_traces(traces: Traces, eval_set_id: str) -> Callable[[EvalCase], list[Attempt]]:
+    sources = ", ".join(traces.sources) or "the traces"
+
+    def attempts(case: EvalCase) -> list[Attempt]:
+        runs = traces.runs(eval_set_id, case.eval_id)
+        if not runs:
+            return [Attempt(1, None, f"no trace for this case in {sources}")]
+        return [
+            Attempt(run, invocations, trace=["t", eval_set_id, case.eval_id, run])
+            for run, invocations in runs
+        ]
+
+    return attempts
+
+
+AttemptsOf = Callable[[EvalCase], Sequence[Attempt | Awaitable[Attempt]]]
+"""A case's runs to score: each ready, or to await (its agent still running)."""
+
+
+async def score_set(
+    job: EvalSetJob,
+    attempts: AttemptsOf,
+    registry: MetricRegistry,
+    semaphore: asyncio.Semaphore,
+    on_case: CaseCallback | None,
+    judges: JudgeProvider | None,
+    started: float | None = None,
+    done: DoneCases | None = None,
+    captures: Captures | None = None,
+    finished_case: Callable[[], None] | None = None,
+    window: int = 64,
+    position: int | None = None,
+) -> EvalSetResult:
+    started = time.perf_counter() if started is None else started
+    eval_set = job.loaded.eval_set
+    recording = judges if isinstance(judges, _RecordingProvider) or judges is None else None
+    if judges is not None and recording is None:
+        recording = _RecordingProvider(judges)
+    metrics = configured_metrics(
+        job.config, registry, recording, eval_set_folder=_folder_of(job.loaded.path)
+    )
+
+    async def one(item: tuple[int, EvalCase, Attempt | Awaitable[Attempt]]) -> EvalCaseResult:
+        index, case, ready = item
+        attempt = ready if isinstance(ready, Attempt) else await ready
+        key = (eval_set.eval_set_id, case.eval_id, attempt.run)
+        finished = done.get(key) if done is not None else None  # not `or`: len() may query
+        if finished is not None:
+            return finished
+        async with semaphore:
+            with working_on((position or 0, index, attempt.run)) as clock:
+                began = time.perf_counter()
+                result = await score_case(
+                    eval_set.eval_set_id,
+                    case,
+                    attempt.invocations,
+                    metrics,
+                    attempt.reason,
+                    attempt.run,
+                    attempt.simulator_usage,
+                    captures,
+                )
+                scoring_s = clock.working_s(time.perf_counter() - began)
+        result.assay.duration_s = round(attempt.working_s + scoring_s, 6)
+        remember(case, index, attempt, result)
+        if on_case is not None:
+            on_case(job, result)
+        if finished_case is not None:
+            finished_case()
+        return result
+
+    def remember(case: EvalCase, index: int, attempt: Attempt, result: EvalCaseResult) -> None:
+        """Say where the case's invocations came from, for the run history's encoder."""
+        captured = captures.get(id(result)) if captures is not None else None
+        if captured is None:
+            return
+        if attempt.trace is not None and attempt.invocations:
+            captured.actual = (attempt.trace, attempt.invocations)
+        if position is not None and case.conversation:
+            captured.expected = ([position, index], case.conversation)
+
+    work = (
+        (index, case, attempt)
+        for index, case in enumerate(eval_set.eval_cases)
+        for attempt in attempts(case)
+    )
+    collected = CaseResults()
+    async for result in in_order(work, one, window=window):
+        collected.append(result)
+    return set_result(job, collected.close(), judge_infos(recording), started)
+
+
+def _window(concurrency: int) -> int:
+    """Cases started ahead of the oldest unfinished one: enough to keep ``concurrency`` busy
+    past a slow case, few enough that memory does not grow with the eval set."""
+    return max(4 * concurrency, 64)
+
+
+async def in_order(
+    work: Iterable[_W], one: Callable[[_W], Awaitable[_R]], *, window: int
+) -> AsyncIterator[_R]:
+    """``one`` of each item of ``work``, at most ``window`` started and not yet handed on, the
+    results in the order of ``work`` (which is read as it goes: a generator over a streamed eval
+    set is never held whole), each handed on as soon as it and those before it are done. If one
+    fails, the others are cancelled."""
+    pending: deque[asyncio.Future[_R]] = deque()
+    try:
+        for item in work:
+            pending.append(asyncio.ensure_future(one(item)))
+            if len(pending) >= window:
+                yield await pending.popleft()
+        while pending:
+            yield await pending.popleft()
+    finally:
+        for future in pending:
+            future.cancel()
+
+
+def set_result(
+    job: EvalSetJob,
+    case_results: Sequence[EvalCaseResult],
+    judges: dict[str, JudgeInfo],
+    started: float,
+) -> EvalSetResult:
+    """One eval set's result: its case results in eval-set order (a :class:`CaseResults` as the
+    runner collects them, or any sequence), with the set's notes (the summary and token usage
+    over its cases, ``judges`` as :func:`judge_infos` describes them, the time since
+    ``started``, a :func:`time.perf_counter` reading)."""
+    eval_set = job.loaded.eval_set
+    collected = CaseResults.of(case_results)
+    created = time.time()
+    result_id = f"{_app_name(eval_set)}_{eval_set.eval_set_id}_{created}"
+    notes = SetNotes(
+        version=__version__,
+        eval_set_path=str(job.loaded.path),
+        config_source=job.config_source,
+        criteria=job.config.criteria_as_written(),
+        summary=collected.summary,
+        duration_s=round(time.perf_counter() - started, 6),
+        judges=judges,
+        usage=collected.usage,
+    )
+    fields: dict[str, Any] = {
+        "eval_set_result_id": result_id,
+        "eval_set_result_name": result_id.replace("/", "_"),
+        "eval_set_id": eval_set.eval_set_id,
+        "creation_timestamp": created,
+        "assay": notes,
+    }
+    if collected.spilled:  # read back on each pass; validating it would make it a list
+        return EvalSetResult.model_construct(eval_case_results=collected, **fields)
+    return EvalSetResult(eval_case_results=list(collected), **fields)
+
+
+async def _with_judge_pool(
+    settings: JudgeSettings,
+    run: Callable[[JudgeProvider], Awaitable[list[EvalSetResult]]],
+) -> list[EvalSetResult]:
+    """Open the judge pool (and its response cache) for one run, and close both after it."""
+    from assay.llm.cache import ResponseCache
+    from assay.llm.client import RetryPolicy
+    from assay.llm.selection import JudgePool
+
+    env = settings.env if settings.env is not None else os.environ
+    cache = None
+    if settings.cache and settings.shared_cache is None:
+        cache = ResponseCache(settings.cache_path or ResponseCache.default_path(env))
+    pool = JudgePool(
+        override=settings.model,
+        env=env,
+        concurrency=settings.concurrency,
+        timeout_s=settings.timeout_s,
+        retry=RetryPolicy(max_attempts=settings.max_attempts),
+        cache=settings.shared_cache if settings.cache and cache is None else cache,
+        profile=settings.profile,
+        transcript=settings.transcript,
+        limit=settings.shared_limit,
+    )
+    try:
+        return await run(pool)
+    finally:
+        await pool.aclose()
+        if cache is not None:
+            cache.close()
