@@ -106,9 +106,9 @@ def test_a_set_larger_than_max_cases_is_shown_per_metric_then_its_cases_that_did
 def test_inputs_are_loaded_with_the_collector_paused_and_scored_with_it_back_on(
     run_cli: RunCli, example: Example, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cli = importlib.import_module("assay.cli.eval")  # the eval command's module
+    run_module = importlib.import_module("assay.runner.run")  # the eval command's run
     seen: dict[str, bool] = {}
-    load_traces, evaluate_sync = cli.load_traces, cli.evaluate_sync
+    load_traces, run_jobs = run_module.load_traces, run_module.run_jobs
 
     def loading(*args: Any, **kwargs: Any) -> Any:
         seen["loading"] = gc.isenabled()
@@ -116,10 +116,10 @@ def test_inputs_are_loaded_with_the_collector_paused_and_scored_with_it_back_on(
 
     def scoring(*args: Any, **kwargs: Any) -> Any:
         seen["scoring"] = gc.isenabled()
-        return evaluate_sync(*args, **kwargs)
+        return run_jobs(*args, **kwargs)
 
-    monkeypatch.setattr(cli, "load_traces", loading)
-    monkeypatch.setattr(cli, "evaluate_sync", scoring)
+    monkeypatch.setattr(run_module, "load_traces", loading)
+    monkeypatch.setattr(run_module, "run_jobs", scoring)
     run = run_cli("eval", example.evalset, "--traces", example.traces)
 
     assert run.code == 0, run.output
@@ -491,7 +491,8 @@ HEAVY = (
 """Modules (and their submodules) that only a command that runs may import."""
 
 COMMAND_NAMES = [
-    "compare", "eval", "import", "judge", "metrics", "report", "runs", "show", "validate"
+    "compare", "eval", "import", "judge", "metrics", "report", "runs", "show", "traces",
+    "validate",
 ]  # fmt: skip
 
 COMMAND_MODULES = {
@@ -500,8 +501,9 @@ COMMAND_MODULES = {
     "assay.cli.history",
     "assay.cli.judge",
     "assay.cli.metrics",
-    "assay.cli.recording",
+    "assay.runner.recording",
     "assay.cli.report",
+    "assay.cli.traces",
     "assay.cli.validate",
 }
 """The modules of assay's commands (and what only they use)."""

@@ -63,6 +63,11 @@ COMMANDS = {
         "Print a run (an id, the beginning of one, or ``latest``; or a results file) as "
         "``assay eval`` printed it.",
     ),
+    "traces": LazyCommand(
+        "assay.cli.traces:traces_command",
+        "Read OpenTelemetry span files (OTLP JSON or protobuf, Jaeger JSON; gzipped or not) into "
+        "sessions: write them as ADK traces (convert) or as a draft eval set (to-evalset).",
+    ),
     "validate": LazyCommand(
         "assay.cli.validate:validate_command",
         "Check eval sets and EvalConfig files, reporting every problem found.",
