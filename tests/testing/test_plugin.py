@@ -12,8 +12,12 @@ import json
 from pathlib import Path
 
 import pytest
+from _support import RunCli
 
-from ._helpers import agent_source, write_eval_set
+from assay.history.records import RunInfo
+from assay.history.store import HistoryStore
+
+from ._helpers import CASES, agent_source, write_eval_set
 
 pytest_plugins = ["pytester"]
 
@@ -136,18 +140,137 @@ def test_a_bad_number_of_runs_is_a_usage_error(pytester: pytest.Pytester, projec
     result.stderr.fnmatch_lines(["*num_runs must be at least 1, got 0*"])
 
 
-def test_assay_history_records_each_eval_cases_run_in_the_history_named(
-    pytester: pytest.Pytester, project: Path
-) -> None:
-    from assay.history.store import HistoryStore
+def _count_calls(project: Path) -> Path:
+    """Add ``counted`` to the agents: ``bad``, writing a line to the file returned per call."""
+    calls = project / "calls.txt"
+    calls.write_text("")
+    with (project / "agents.py").open("a") as module:
+        module.write(
+            "\ndef counted(message, session):\n"
+            f"    with open({str(calls)!r}, 'a') as calls:\n"
+            "        calls.write(message + '\\n')\n"
+            "    return bad(message, session)\n"
+        )
+    return calls
 
+
+def _runs(history: Path) -> list[RunInfo]:
+    with HistoryStore(history) as store:
+        return store.runs()
+
+
+def _calls(calls: Path) -> int:
+    return len(calls.read_text().splitlines())
+
+
+def test_a_session_with_a_history_records_one_run_with_every_case_that_show_reads(
+    pytester: pytest.Pytester, project: Path, run_cli: RunCli
+) -> None:
     history = project / "runs.sqlite"
     result = pytester.runpytest_inprocess(
-        *PLUGIN, "--assay-agent", _spec(project, "good"), "--assay-history", str(history)
+        *PLUGIN, "--assay-agent", _spec(project, "bad"), "--assay-history", str(history)
     )
 
-    result.assert_outcomes(passed=3)
-    with HistoryStore(history) as store:
-        runs = store.runs()
-    assert len(runs) == 2  # one run per eval case
-    assert all(run.status == "finished" and run.cases == run.passed for run in runs)
+    result.assert_outcomes(passed=2, failed=1)
+    [run] = _runs(history)
+    assert (run.status, run.passed, run.failed) == ("finished", 2, 2)  # 2 cases x 2 runs
+    assert run.eval_sets == [str(project / "evals" / "travel.evalset.json")]
+    shown = run_cli("show", run.id, "--history-file", history)
+    assert shown.code == 0, shown.output
+    assert shown.out.startswith(f"run {run.id} (finished)")
+    assert "weather (run 2)" in shown.out and "flight (run 2)" in shown.out
+    assert "2 passed, 2 failed, 0 not evaluated; failed: flight" in shown.out
+
+
+def test_a_resumed_session_takes_the_recorded_cases_as_they_passed_or_failed_without_the_agent(
+    pytester: pytest.Pytester, project: Path
+) -> None:
+    calls, history = _count_calls(project), project / "runs.sqlite"
+    args = (*PLUGIN, "--assay-agent", _spec(project, "counted"), "--assay-num-runs", "1")
+    first = pytester.runpytest_inprocess(*args, "--assay-history", str(history))
+    first.assert_outcomes(passed=2, failed=1)
+    assert _calls(calls) == 2
+
+    resumed = pytester.runpytest_inprocess(
+        *args, "--assay-history", str(history), "--assay-resume", "latest"
+    )
+
+    resumed.assert_outcomes(passed=2, failed=1)
+    resumed.stdout.fnmatch_lines(["*resuming run * 2 case result(s) kept*", "*flight: FAILED*"])
+    assert _calls(calls) == 2  # neither case run again
+    [run] = _runs(history)
+    assert (run.status, run.passed, run.failed) == ("finished", 1, 1)
+
+
+def test_a_resumed_session_runs_only_the_cases_its_run_lacks(
+    pytester: pytest.Pytester, project: Path
+) -> None:
+    calls, history = _count_calls(project), project / "runs.sqlite"
+    pytester.makeini(
+        f"[pytest]\nassay_agent = {_spec(project, 'counted')}\nassay_num_runs = 1\n"
+        f"assay_history = {history}\n"
+    )
+    pytester.runpytest_inprocess(*PLUGIN, "-k", "weather").assert_outcomes(passed=1)
+    [first] = _runs(history)
+
+    resumed = pytester.runpytest_inprocess(*PLUGIN, "--assay-resume", first.id)
+
+    resumed.assert_outcomes(passed=2, failed=1)
+    assert calls.read_text().splitlines() == [
+        CASES["weather"][0],
+        CASES["flight"][0],  # the weather case was kept
+    ]
+    [run] = _runs(history)
+    assert (run.id, run.status, run.passed, run.failed) == (first.id, "finished", 1, 1)
+
+
+def test_a_session_stopped_early_leaves_its_run_interrupted_and_resumable(
+    pytester: pytest.Pytester, project: Path
+) -> None:
+    write_eval_set(project / "evals", ids=("flight", "weather"))
+    calls, history = _count_calls(project), project / "runs.sqlite"
+    args = (*PLUGIN, "--assay-agent", _spec(project, "counted"), "--assay-num-runs", "1")
+    args = (*args, "--assay-history", str(history))
+    pytester.runpytest_inprocess(*args, "-x").assert_outcomes(failed=1)
+    [stopped] = _runs(history)
+    assert (stopped.status, stopped.failed, _calls(calls)) == ("interrupted", 1, 1)
+
+    resumed = pytester.runpytest_inprocess(*args, "--assay-resume", "latest")
+
+    resumed.assert_outcomes(passed=2, failed=1)
+    assert calls.read_text().splitlines() == [CASES["flight"][0], CASES["weather"][0]]
+    [run] = _runs(history)
+    assert (run.status, run.passed, run.failed) == ("finished", 1, 1)
+
+
+@pytest.mark.parametrize("where", ["option", "ini"])
+def test_resume_without_a_history_is_a_usage_error(
+    pytester: pytest.Pytester, project: Path, where: str
+) -> None:
+    agent = ("--assay-agent", _spec(project, "good"))
+    if where == "ini":
+        pytester.makeini("[pytest]\nassay_resume = latest\n")
+        result = pytester.runpytest_inprocess(*PLUGIN, *agent)
+    else:
+        result = pytester.runpytest_inprocess(*PLUGIN, *agent, "--assay-resume", "latest")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--assay-resume needs the run history*--assay-history*"])
+
+
+def test_resuming_a_run_the_history_lacks_is_a_usage_error_naming_it(
+    pytester: pytest.Pytester, project: Path
+) -> None:
+    history = project / "runs.sqlite"
+    result = pytester.runpytest_inprocess(
+        *PLUGIN,
+        "--assay-agent",
+        _spec(project, "good"),
+        "--assay-history",
+        str(history),
+        "--assay-resume",
+        "nosuchrun",
+    )
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*no run 'nosuchrun'*"])

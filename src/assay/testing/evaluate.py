@@ -31,8 +31,9 @@ from assay.errors import EvalSetError, Problem
 from assay.evalset.case import EvalCase, EvalSet
 from assay.evalset.io import LoadedEvalSet
 from assay.report.progress import ProgressCallback
+from assay.results.captured import Captures
 from assay.results.model import EvalSetResult
-from assay.runner.evaluate import EvalSetJob, evaluate
+from assay.runner.evaluate import CaseCallback, DoneCases, EvalSetJob, evaluate
 from assay.runner.executors.base import Executor
 from assay.runner.jobs import EvalSetSource, GivenConfig, jobs_for
 from assay.runner.options import HistoryOption, RunOptions
@@ -138,17 +139,25 @@ async def run_jobs(
     whole_sets: Sequence[EvalSetJob] = (),
     progress: ProgressCallback | bool | None = None,
     name: str | None = None,
+    *,
+    done: DoneCases | None = None,
+    captures: Captures | None = None,
+    on_case: CaseCallback | None = None,
 ) -> list[EvalSetResult]:
     """Run and score ``jobs`` as ``settings`` say; ``whole_sets`` are the jobs they were cut
     from, if they were; ``progress``, when given, in place of the settings' (as
     :func:`~assay.runner.evaluate.evaluate` takes it); ``name`` is what the run history calls
-    the agent."""
+    the agent. ``done``, ``captures`` and ``on_case`` are
+    :func:`~assay.runner.evaluate.evaluate`'s (a run recorded by its caller: the pytest
+    plugin's session)."""
     if whole_sets:
         factory = _seeing_whole_sets(factory, whole_sets)
     if progress is not None:
         settings = replace(settings, progress=progress)
     agent = settings.agent(factory, name=name)
-    return await evaluate(jobs, agent=agent, options=settings)
+    return await evaluate(
+        jobs, agent=agent, options=settings, done=done, captures=captures, on_case=on_case
+    )
 
 
 async def aevaluate_agent(

@@ -13,6 +13,13 @@ what did not pass. A file that does not load is one failing item saying why. Opt
 (``assay_judge_profile``), ``--assay-num-runs`` (``assay_num_runs``,
 default 2, as ADK's ``AgentEvaluator``) and ``--assay-mock-tools`` (``assay_mock_tools``).
 
+``--assay-history FILE`` (``assay_history``; ``default`` for the default history) records the
+session as one run in the run history, as ``assay eval`` records one invocation
+(:mod:`assay.testing.session_run`): each eval case's result as its test finishes, the run
+finished at the session's end, or left interrupted when the session stops early.
+``--assay-resume RUN`` (``assay_resume``; a run's id or ``latest``) continues that run: the cases
+it has are taken as recorded, not run or judged again, and their tests pass or fail as recorded.
+
 A ``conftest.py`` may choose the agent for the eval sets below it (say, one agent per folder)
 by implementing the ``pytest_assay_agent(path, config)`` hook, returning an agent spec, an agent
 object, or None to leave the choice to the ini file. ``--assay-agent`` on the command line
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +43,20 @@ from assay.agents.base import AgentFactory
 from assay.agents.spec import agent_factory
 from assay.errors import AssayError, InputError, Problem
 from assay.evalset.io import config_beside
+from assay.history.records import HistoryError
+from assay.results.model import EvalSetResult
 from assay.runner.evaluate import EvalSetJob
 from assay.runner.options import HistoryOption
 from assay.testing.evaluate import (
     EVAL_SET_SUFFIXES,
     RunSettings,
+    agent_name,
     load_jobs,
     only_cases,
     run_jobs,
 )
 from assay.testing.failures import EvaluationFailed, assert_passed
+from assay.testing.session_run import SessionRun, open_session_run
 
 
 class AssayHookSpecs:
@@ -59,6 +71,7 @@ class AssayHookSpecs:
 
 _SETTINGS = pytest.StashKey[RunSettings]()
 _AGENTS = pytest.StashKey[dict[object, tuple[object, AgentFactory | AssayError]]]()
+_RUN = pytest.StashKey[SessionRun]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -107,8 +120,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--assay-history",
         dest="assay_history",
         metavar="FILE",
-        help="Record each eval case's run in this run history (assay runs, assay show); "
+        help="Record the session as one run in this run history (assay runs, assay show); "
         "'default' for the default history (as assay eval's).",
+    )
+    group.addoption(
+        "--assay-resume",
+        dest="assay_resume",
+        metavar="RUN",
+        help="Continue this recorded run (its id, or latest) in the --assay-history: the "
+        "cases it has are taken as recorded, not run or judged again (as assay eval --resume).",
     )
     parser.addini("assay_agent", "The agent to evaluate (as --assay-agent).", default="")
     parser.addini("assay_judge_model", "LLM judge (as --assay-judge-model).", default="")
@@ -116,6 +136,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("assay_num_runs", "Runs per eval case (default 2).", default="2")
     parser.addini("assay_mock_tools", "Mock tools (as --assay-mock-tools).", type="bool")
     parser.addini("assay_history", "Run history to record in (as --assay-history).", default="")
+    parser.addini("assay_resume", "Recorded run to continue (as --assay-resume).", default="")
 
 
 def _num_runs(config: pytest.Config) -> int:
@@ -135,9 +156,24 @@ def _history(config: pytest.Config) -> HistoryOption:
     return True if given == "default" else str(given)
 
 
+def _resume(config: pytest.Config, history: HistoryOption) -> str | None:
+    """``--assay-resume``: the run to continue, which needs a history; else None."""
+    given = config.getoption("assay_resume") or config.getini("assay_resume")
+    if not given:
+        return None
+    if history is False:
+        raise pytest.UsageError(
+            "assay: --assay-resume needs the run history: give --assay-history FILE (or "
+            "'default'), or the assay_history ini value"
+        )
+    return str(given)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Check the options once, before anything is collected."""
     mock = config.getoption("assay_mock_tools")
+    history = _history(config)
+    resume = _resume(config, history)
     try:
         config.stash[_SETTINGS] = RunSettings(
             num_runs=_num_runs(config),
@@ -148,11 +184,42 @@ def pytest_configure(config: pytest.Config) -> None:
             judge_profile=config.getoption("assay_judge_profile")
             or config.getini("assay_judge_profile")
             or None,
-            history=_history(config),
+            history=history,
+            resume=resume,
         )
     except ValueError as exc:
         raise pytest.UsageError(f"assay: {exc}") from None
     config.stash[_AGENTS] = {}
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """With a history, open the session's run over the eval-case tests that will run."""
+    config = session.config
+    settings = config.stash[_SETTINGS]
+    tests = [item for item in session.items if isinstance(item, EvalCaseItem)]
+    if settings.history is False or not tests:
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    try:
+        config.stash[_RUN] = open_session_run(
+            [(test.job, agent_name(test.agent)) for test in tests],
+            settings,
+            note=reporter.write_line if reporter is not None else _silent,
+        )
+    except (InputError, HistoryError) as exc:
+        raise pytest.UsageError(f"assay: {exc}") from None
+
+
+def _silent(_message: str) -> None:
+    """Nothing said (no terminal to say it on)."""
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
+    """Mark the session's run finished, or interrupted when the session stopped early."""
+    run = session.config.stash.get(_RUN, None)
+    if run is not None:
+        del session.config.stash[_RUN]
+        run.end(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
 
 
 def _agent_for(path: Path, parent: pytest.Collector) -> Any:
@@ -238,11 +305,35 @@ class EvalCaseItem(pytest.Item):
         if self.job.loaded.warnings:
             warnings = "\n".join(str(w) for w in self.job.loaded.warnings)
             self.add_report_section("call", "assay warnings", warnings)
+        run = self.config.stash.get(_RUN, None)
+        if run is not None:
+            run.ran += 1
         factory = _factory(self.config, self.agent)
         job = only_cases(self.job, lambda i, _case: i == self.index)
         settings = self.config.stash[_SETTINGS]
-        results = run_sync(run_jobs([job], factory, settings, whole_sets=[self.job]))
+        if run is None:
+            results = run_sync(run_jobs([job], factory, settings, whole_sets=[self.job]))
+        else:
+            results = run_sync(self._recorded(run, job, factory, settings))
+            run.took(self.job, self.index, results)
         assert_passed(results)
+
+    async def _recorded(
+        self, run: SessionRun, job: EvalSetJob, factory: AgentFactory, settings: RunSettings
+    ) -> list[EvalSetResult]:
+        """This case's results in the session's run: kept from the run when it has them,
+        else run, scored and handed to the run's recording."""
+        [case] = job.loaded.eval_set.eval_cases
+        recording = run.recording
+        return await run_jobs(
+            [job],
+            factory,
+            replace(settings, history=False, resume=None),  # the session's run records it
+            whole_sets=[self.job],
+            done=run.done_for(self.job, case.eval_id, settings.num_runs),
+            captures=recording.captures,
+            on_case=recording.on_case,
+        )
 
     def repr_failure(
         self,
