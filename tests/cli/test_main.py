@@ -491,7 +491,7 @@ HEAVY = (
 """Modules (and their submodules) that only a command that runs may import."""
 
 COMMAND_NAMES = [
-    "compare", "eval", "import", "judge", "metrics", "report", "runs", "show", "traces",
+    "compare", "eval", "import", "judge", "metrics", "receive", "report", "runs", "show", "traces",
     "validate",
 ]  # fmt: skip
 
@@ -501,6 +501,7 @@ COMMAND_MODULES = {
     "assay.cli.history",
     "assay.cli.judge",
     "assay.cli.metrics",
+    "assay.cli.receive",
     "assay.runner.recording",
     "assay.cli.report",
     "assay.cli.traces",

@@ -57,6 +57,11 @@ COMMANDS = {
         "assay.cli.report:report_command",
         "Write reports of SOURCE: a results file (``assay eval --output``) or a run id.",
     ),
+    "receive": LazyCommand(
+        "assay.cli.receive:receive_command",
+        "Receive OpenTelemetry spans (OTLP/HTTP, POST /v1/traces), score each session when it "
+        "ends with the config's criteria, and record it in one long-lived run of the history.",
+    ),
     "runs": LazyCommand("assay.cli.history:runs_command", "List recorded runs, newest first."),
     "show": LazyCommand(
         "assay.cli.history:show_command",
