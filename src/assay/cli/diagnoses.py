@@ -68,6 +68,11 @@ def check_sources(
         raise both_agent_and_traces()
     if not agent_spec and not traces_paths:
         raise no_agent_nor_traces(eval_sets)
+    if not eval_sets and agent_spec:
+        raise AssayError(
+            "--agent needs EVALSET (the cases to run the agent over); with no eval set, give "
+            "--traces with span files: each session is scored as a case of its own"
+        )
 
 
 def warn_of_missing_traces(

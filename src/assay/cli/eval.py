@@ -184,7 +184,7 @@ def _run_summary(results: Sequence[EvalSetResult]) -> RunSummary:
 
 
 @click.command("eval")
-@click.argument("eval_sets", nargs=-1, required=True, metavar="EVALSET...")
+@click.argument("eval_sets", nargs=-1, metavar="[EVALSET]...")
 @click.option(
     "--config",
     "config_path",
@@ -196,7 +196,33 @@ def _run_summary(results: Sequence[EvalSetResult]) -> RunSummary:
     "traces_paths",
     multiple=True,
     type=click.Path(dir_okay=False),
-    help="Recorded actual invocations: {eval_id: [Invocation, ...]} or an ADK .evalset_result.json. Repeatable.",
+    help="Recorded actual invocations: {eval_id: [Invocation, ...]}, an ADK "
+    ".evalset_result.json, or OpenTelemetry spans (OTLP/JSON lines or document, OTLP protobuf, "
+    "Jaeger JSON; gzip too), each session scored as the case its case key names. With no "
+    "EVALSET, span files' sessions are scored as cases of their own (reference-free criteria "
+    "only; docs/traces.md). Repeatable.",
+)
+@click.option(
+    "--trace-case-key",
+    "trace_case_key",
+    metavar="ATTR",
+    help="With span files: the root span attribute whose value is a session's eval id "
+    "[default: gen_ai.conversation.id; a session without it: its session id].",
+)
+@click.option(
+    "--sample",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    metavar="RATE",
+    help="With span files: score this share of the sessions (0 < RATE <= 1), chosen by a hash "
+    "of the case key, so a rerun scores the same ones.",
+)
+@click.option(
+    "--trace-filter",
+    "trace_filters",
+    multiple=True,
+    metavar="ATTR=VALUE",
+    help="With span files: score only the sessions whose root span attribute ATTR is VALUE "
+    "(repeatable: all must hold).",
 )
 @click.option(
     "--agent",
@@ -366,7 +392,8 @@ def _run_summary(results: Sequence[EvalSetResult]) -> RunSummary:
 )
 def eval_command(eval_sets: tuple[str, ...], **params: Any) -> None:
     """Score EVALSET files against recorded traces (--traces) or by running an agent (--agent),
-    and print a results table."""
+    and print a results table. With span files as --traces and no EVALSET, score each session
+    on the config's reference-free criteria."""
     check_sources(eval_sets, params["agent_spec"], params["traces_paths"])  # one of the two
     inputs = _inputs(params)
     options = _options(params)
@@ -425,7 +452,27 @@ def _inputs(params: dict[str, Any]) -> EvalInputs:
         ("--markdown", params["markdown_path"]),
     )
     _check_output_folders(outputs)
-    return EvalInputs(params["config_path"], traces_paths, agent_spec)
+    return EvalInputs(
+        params["config_path"],
+        traces_paths,
+        agent_spec,
+        case_key=params["trace_case_key"] or None,
+        sample=params["sample"],
+        trace_filters=_trace_filters(params["trace_filters"]),
+    )
+
+
+def _trace_filters(given: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """``--trace-filter ATTR=VALUE`` options as pairs (a usage error without ``=``)."""
+    pairs = []
+    for raw in given:
+        attribute, equals, value = raw.partition("=")
+        if not equals or not attribute:
+            raise click.BadParameter(
+                f"expected ATTR=VALUE; got {raw!r}", param_hint="'--trace-filter'"
+            )
+        pairs.append((attribute, value))
+    return tuple(pairs)
 
 
 def _options(params: dict[str, Any]) -> RunOptions:
@@ -493,8 +540,8 @@ class _Shown:
     def loaded(self, jobs: Sequence[EvalSetJob], traces_note: str | None) -> None:
         """The traces' warning, each job's criteria and warnings, and the profile."""
         console = self.console
-        if traces_note is not None:
-            console.print(f"[yellow]warning:[/] {escape(traces_note)}")
+        for line in traces_note.splitlines() if traces_note is not None else ():
+            console.print(f"[yellow]warning:[/] {escape(line)}")
         configs_shown: set[int] = set()  # a config's warnings are shown once, however many sets
         for job in jobs:
             names = ", ".join(job.config.criteria) or "(none)"

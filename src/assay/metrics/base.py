@@ -54,7 +54,9 @@ function from the config's ``custom_metrics``."""
 class MetricInfo:
     """A metric's name, what it measures (one line) and the range of its values, and what it
     needs: the expected invocations of a static conversation (``needs_expected``), rubrics
-    (``takes_rubrics``) or an LLM judge (``needs_judge``). An ``informational`` metric takes no
+    (``takes_rubrics``), an LLM judge (``needs_judge``) or the messages' content
+    (``needs_content``: False for a metric that reads only tool names, counts, tokens and
+    durations, which spans without message content still give). An ``informational`` metric takes no
     threshold and never passes or fails. ``source`` says whose definition it follows (see
     :data:`SOURCES`). ``assay metrics`` lists these facts."""
 
@@ -67,6 +69,7 @@ class MetricInfo:
     takes_rubrics: bool = False
     needs_judge: bool = False
     source: MetricSource = "adk"
+    needs_content: bool = True
 
 
 @dataclass

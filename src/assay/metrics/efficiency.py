@@ -178,6 +178,7 @@ class ToolCallCountMetric(_InformationalMetric):
         description="Tool (function) calls per invocation.",
         max_value=math.inf,
         informational=True,
+        needs_content=False,
     )
 
     async def evaluate(
@@ -201,6 +202,7 @@ class InferenceCallCountMetric(_InformationalMetric):
         ),
         max_value=math.inf,
         informational=True,
+        needs_content=False,
     )
 
     async def evaluate(
@@ -316,6 +318,7 @@ class TokenUsageMetric(_InformationalMetric):
         ),
         max_value=math.inf,
         informational=True,
+        needs_content=False,
     )
 
     async def evaluate(
@@ -380,6 +383,7 @@ class InvocationDurationMetric(_InformationalMetric):
         ),
         max_value=math.inf,
         informational=True,
+        needs_content=False,
     )
 
     async def evaluate(

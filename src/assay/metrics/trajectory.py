@@ -110,6 +110,7 @@ class ToolTrajectoryMetric:
             "(EXACT, IN_ORDER or ANY_ORDER; args compared unless ignore_args)."
         ),
         needs_expected=True,
+        needs_content=False,
     )
 
     def __init__(self, criterion: ToolTrajectoryCriterion) -> None:

@@ -43,6 +43,7 @@ def recorded_keys(traces: Traces) -> dict[TraceKey, None]:
     keys = dict.fromkeys([*traces.by_case, *traces.later_runs])
     for cases in traces.spilled.values():
         keys.update(dict.fromkeys(cases))
+    keys.update(traces.sessions)  # a session that cannot be scored still names its case
     return keys
 
 
@@ -108,14 +109,31 @@ def mismatch(traces: Traces, eval_sets: Sequence[EvalSet]) -> tuple[str, bool] |
     return f"{counted}; it has {has} (did you pass the traces of another eval set?)", True
 
 
-def traces_note(traces: Traces, eval_sets: Sequence[EvalSet]) -> str | None:
-    """The line to print when the traces lack some of the eval sets' cases (None when they lack
-    none); raises :class:`~assay.errors.AssayError` with it when they lack every one, since
-    nothing could be scored."""
-    found = mismatch(traces, eval_sets)
-    if found is None:
+def extra_sessions(traces: Traces, eval_sets: Sequence[EvalSet]) -> str | None:
+    """What to say of the sessions read from span files that match no case of the eval sets
+    (their case keys named; only the first :data:`CHECKED` cases of each set are looked at, and
+    then nothing is said when some set has more); None when every session has a case."""
+    if not traces.sessions or any(len(s.eval_cases) > CHECKED for s in eval_sets):
         return None
+    ids = {case.eval_id for eval_set in eval_sets for case in eval_set.eval_cases}
+    extra = [eval_id for _, eval_id in traces.sessions if eval_id not in ids]
+    if not extra:
+        return None
+    return (
+        f"{len(extra)} session(s) in the span files match no eval case (not scored): "
+        f"{_listed(extra)}; a session is matched by its case key (--trace-case-key)"
+    )
+
+
+def traces_note(traces: Traces, eval_sets: Sequence[EvalSet]) -> str | None:
+    """The line to print when the traces lack some of the eval sets' cases or have sessions of
+    no case (None when neither); raises :class:`~assay.errors.AssayError` with it when they lack
+    every case, since nothing could be scored."""
+    found = mismatch(traces, eval_sets)
+    extra = extra_sessions(traces, eval_sets)
+    if found is None:
+        return extra
     message, none_found = found
     if none_found:
         raise AssayError(message)
-    return message
+    return message if extra is None else f"{message}\n{extra}"

@@ -12,15 +12,26 @@ Two shapes are read:
 A JSON file larger than ``ASSAY_STREAM_MB`` is streamed (:mod:`assay.results.trace_stream`):
 checked in full as it is read, each case's invocations put into the process's spill file and
 parsed again each time they are asked for (:attr:`Traces.streamed`).
+
+A span file (OpenTelemetry: OTLP/JSON, OTLP protobuf, Jaeger JSON, gzipped or not; told by its
+content) is read with :mod:`assay.traces`: its spans grouped into sessions, each session's
+invocations stored the same way under its case key (:class:`SpanReading`: the root spans'
+attribute it names, by default ``gen_ai.conversation.id``, else the session id). A session that
+cannot be scored (:attr:`~assay.traces.Session.problem`) is kept as its case's reason
+(:meth:`Traces.problem`); one whose spans carry no message content as the note that says which
+setting to turn on (:meth:`Traces.content_note`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import pydantic_core
 
 from assay._internal.file_kinds import not_traces, wrong_kind
 from assay._internal.files import load_data, parse_json, type_name
@@ -28,6 +39,8 @@ from assay._internal.json_stream import (
     EXACT_LIMIT,
     JsonError,
     NotStreamable,
+    events,
+    open_json,
     should_stream,
     syntax_problem,
 )
@@ -47,7 +60,10 @@ from assay.results.trace_stream import (
     validate_invocations,
 )
 
-__all__ = ["RUN_KEY", "TraceKey", "Traces", "load_traces"]
+if TYPE_CHECKING:
+    from assay.traces import Session
+
+__all__ = ["RUN_KEY", "SpanReading", "TraceKey", "Traces", "load_traces"]
 
 
 @dataclass
@@ -70,6 +86,34 @@ class Traces:
     """The runs in the spill file, by run number then case: the prefix of the load that stored
     each (:func:`~assay.results.trace_stream.spill_key`). By run first, as most files have one
     run a case: one entry a case."""
+    problems: dict[TraceKey, str] = field(default_factory=dict)
+    """Cases whose session (read from a span file) cannot be scored, with the reason."""
+    content_notes: dict[TraceKey, str] = field(default_factory=dict)
+    """Cases whose session's spans carry no message content, with the setting to turn on."""
+    sessions: dict[TraceKey, None] = field(default_factory=dict)
+    """The cases read from span files' sessions (those with a problem too), in file order."""
+    left_out: int = 0
+    """Sessions of span files left out by :class:`SpanReading`'s sample or filters."""
+
+    def problem(self, set_id: str, eval_id: str) -> str | None:
+        """Why the case's session cannot be scored, if it is one that cannot."""
+        return self.problems.get((set_id, eval_id), self.problems.get((None, eval_id)))
+
+    def notes_only(self) -> Traces:
+        """What these traces say of their span files' cases besides their runs (to hand to
+        another process that is given the runs themselves)."""
+        return Traces(
+            sources=list(self.sources),
+            problems=dict(self.problems),
+            content_notes=dict(self.content_notes),
+            sessions=dict(self.sessions),
+            left_out=self.left_out,
+        )
+
+    def content_note(self, set_id: str, eval_id: str) -> str | None:
+        """The note of a case whose spans carry no message content (None when they do)."""
+        notes = self.content_notes
+        return notes.get((set_id, eval_id), notes.get((None, eval_id)))
 
     def lookup(self, set_id: str | None, eval_id: str, run: int) -> list[Invocation] | None:
         """The invocations of exactly this entry (no falling back to ``set_id`` None), or None."""
@@ -139,6 +183,13 @@ class Traces:
                 mine[key] = prefix
         self.sources.extend(other.sources)
         self.streamed = self.streamed or other.streamed
+        for key in other.sessions:
+            self.problems.pop(key, None)
+            self.content_notes.pop(key, None)
+        self.problems.update(other.problems)
+        self.content_notes.update(other.content_notes)
+        self.sessions.update(other.sessions)
+        self.left_out += other.left_out
 
     def _has(self, key: TraceKey) -> bool:
         in_spill = any(key in cases for cases in self.spilled.values())
@@ -159,18 +210,136 @@ class Traces:
             del self.later_runs[key]
 
 
-def load_traces(paths: Iterable[str | Path]) -> Traces:
-    """Read one or more traces files, reporting every problem with file and JSON path."""
+@dataclass(frozen=True)
+class SpanReading:
+    """How a span file's sessions become cases: ``case_key`` the root span attribute naming a
+    session's case (None: :data:`assay.traces.DEFAULT_CASE_KEY`; the session id when a session
+    has none); ``sample`` the share of sessions kept (0 < sample <= 1, chosen by a hash of the
+    case key, so a rerun keeps the same ones; None keeps all); ``filters`` the
+    ``(attribute, value)`` pairs a session's root span attributes must all have."""
+
+    case_key: str | None = None
+    sample: float | None = None
+    filters: tuple[tuple[str, str], ...] = ()
+
+    def keeps(self, session: Session, key: str) -> bool:
+        """Whether the session of case ``key`` is scored."""
+        for attribute, value in self.filters:
+            if _attribute_text(session.attributes.get(attribute)) != value:
+                return False
+        if self.sample is None or self.sample >= 1:
+            return True
+        digest = hashlib.sha256(key.encode("utf-8")).digest()
+        return int.from_bytes(digest[:8], "big") < self.sample * 2**64
+
+
+def _attribute_text(value: Any) -> str | None:
+    """An attribute value as ``--trace-filter`` spells it (booleans as true/false)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def load_traces(paths: Iterable[str | Path], reading: SpanReading | None = None) -> Traces:
+    """Read one or more traces files (span files among them, as ``reading`` says), reporting
+    every problem with file and JSON path (a span file's: its line and span)."""
     traces = Traces()
     problems: list[Problem] = []
     for raw in paths:
         try:
-            traces.merge(_load_one(Path(raw)))
+            path = Path(raw)
+            if is_span_file(path):
+                traces.merge(_load_spans(path, reading or SpanReading()))
+                continue
+            traces.merge(_load_one(path))
         except TracesError as exc:
             problems.extend(exc.problems)
     if problems:
         raise TracesError(problems)
     return traces
+
+
+_GZIP = b"\x1f\x8b"
+_SPAN_KEYS = frozenset({"resourceSpans", "resource_spans"})
+_JAEGER_KEYS = frozenset({"traceID", "spans", "processes"})
+
+
+def is_span_file(path: Path) -> bool:
+    """Whether ``path`` holds OpenTelemetry spans (by its content): gzip, OTLP protobuf, an
+    OTLP/JSON request (``resourceSpans``) or a Jaeger export (``data`` of traces)."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(64)
+    except OSError:
+        return False  # the reader of traces files says why
+    head = raw.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if raw[:2] == _GZIP:
+        return True
+    if head[:1] != b"{":
+        return raw[:1] in (b"\x0a", b"\x00") and head[:1] != b"["
+    try:
+        return _span_document(path)
+    except (JsonError, OSError, StopIteration):
+        return False
+
+
+def _span_document(path: Path) -> bool:
+    """Whether the JSON document starts as OTLP/JSON or a Jaeger export does."""
+    with open_json(path) as handle:
+        stream = events(handle)
+        next(stream)  # start_map
+        kind, key = next(stream)
+        if kind != "map_key" or key not in _SPAN_KEYS | {"data"}:
+            return False
+        if key in _SPAN_KEYS:
+            return True
+        if next(stream)[0] != "start_array" or next(stream)[0] != "start_map":
+            return False
+        kind, key = next(stream)
+        return kind == "map_key" and key in _JAEGER_KEYS
+
+
+def _load_spans(path: Path, reading: SpanReading) -> Traces:
+    """A span file's sessions, each a case's one run in the spill file (see the module's
+    docstring); a malformed file raises TracesError naming its line and span."""
+    from assay.traces import load_sessions, session_key
+
+    traces = Traces(sources=[str(path)], streamed=True)
+    spill = shared_spill()
+    prefix = spill.new_key(str(path))
+    batch: list[tuple[str, int, bytes]] = []
+    seen: dict[str, int] = {}
+    for session in load_sessions([path], strict=True):
+        name = session_key(session, reading.case_key)
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:  # two sessions with one key: the second kept apart, as convert does
+            name = f"{name}~{seen[name]}"
+        if not reading.keeps(session, name):
+            traces.left_out += 1
+            continue
+        key: TraceKey = (None, name)
+        traces.sessions[key] = None
+        if session.problem:
+            traces.problems[key] = f"the session's spans cannot be scored: {session.problem}"
+            continue
+        if session.content_missing:
+            traces.content_notes[key] = _content_note(session)
+        invocations = [i.model_dump(mode="json", exclude_none=True) for i in session.invocations]
+        batch.append((spill_key(prefix, key), 1, pydantic_core.to_json(invocations)))
+        traces.spilled.setdefault(1, {})[key] = prefix
+        if len(batch) >= 512:
+            spill.put_many(KIND, batch)
+            batch = []
+    spill.put_many(KIND, batch)
+    return traces
+
+
+def _content_note(session: Session) -> str:
+    """What a session without message content says: the setting to turn on."""
+    said = [note for note in session.notes if "content" in note]
+    return "; ".join(said) or "the spans carry no message content"
 
 
 def _load_streamed(path: Path) -> Traces | None:

@@ -59,6 +59,9 @@ class Attempt:
     history stores that instead of them): set when they came from a traces file."""
     working_s: float = 0.0
     """The seconds the agent's conversation took in this run (0 for recorded traces)."""
+    content: str | None = None
+    """Set when the invocations were read from spans that carry no message content: the note
+    saying which setting to turn on (the metrics that need content are not run)."""
 
 
 def _attempt(done: CaseInference) -> Attempt:

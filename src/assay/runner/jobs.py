@@ -99,3 +99,59 @@ def jobs_for(
         kind = kinds.pop() if len(kinds) == 1 else InputError
         raise kind([problem for exc in failed for problem in exc.problems])
     return jobs
+
+
+SESSIONS_SET_ID = "sessions"
+"""The eval set id of the cases made from span files' sessions (``assay eval --traces`` with no
+eval set)."""
+
+
+def session_jobs(
+    case_keys: Iterable[str], source: Path, config: GivenConfig | None = None
+) -> list[EvalSetJob]:
+    """One job scoring each session read from span files as a case of its own (its id the
+    session's case key), with no expected invocations: the criteria that need them are not
+    applicable (:meth:`~assay.runner.scoring.ConfiguredMetric.not_applicable`). ``source`` is
+    the first span file (what the run history and reports name). The config is ``config``,
+    else ADK's defaults; a config whose every criterion needs an eval set is refused
+    (:class:`~assay.errors.InputError` naming them)."""
+    from assay.errors import Problem
+    from assay.evalset.case import EvalCase, EvalSet
+
+    chosen = given_config(config) if config is not None else (default_config(), "defaults")
+    needing = _needing_expected(chosen[0])
+    if needing and len(needing) == len(chosen[0].criteria):
+        names = ", ".join(needing)
+        raise InputError(
+            [
+                Problem(
+                    "no --config (ADK's default criteria)"
+                    if chosen[1] == "defaults"
+                    else chosen[1],
+                    "criteria",
+                    f"every criterion needs an eval set (expected invocations): {names}; "
+                    "give EVALSET, or name a reference-free criterion (a rubric, "
+                    "hallucinations_v1, safety_v1, the multi-turn metrics, a custom metric)",
+                )
+            ]
+        )
+    cases = [
+        EvalCase.model_construct(eval_id=key, conversation=None, conversation_scenario=None)
+        for key in case_keys
+    ]
+    eval_set = EvalSet(eval_set_id=SESSIONS_SET_ID, name=source.name, eval_cases=[])
+    eval_set.eval_cases = cases  # made, not validated: a case without expected invocations
+    return [EvalSetJob(LoadedEvalSet(eval_set, source, "evalset"), *chosen)]
+
+
+def _needing_expected(config: EvalConfig) -> list[str]:
+    """The config's criteria that need an eval set's expected invocations."""
+    from assay.metrics.registry import default_registry
+
+    registry = default_registry()
+    needing = []
+    for name in config.criteria:
+        info = registry.info(name) if registry.is_registered(name) else None
+        if info is not None and (info.needs_expected or registry.applies_to(name) is not None):
+            needing.append(name)
+    return needing

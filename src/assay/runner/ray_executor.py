@@ -170,6 +170,7 @@ def evaluate_on_ray(
                 inference=agent.inference if agent is not None else None,
                 env=env,
                 trace_sources=tuple(traces.sources) if traces is not None else (),
+                trace_notes=traces.notes_only() if traces is not None else None,
             )
             driver = _Driver(
                 ray,

@@ -61,6 +61,8 @@ class WorkerContext:
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """The driver's variables that choose and reach judges (added to the worker's own)."""
     trace_sources: tuple[str, ...] = ()
+    trace_notes: Traces | None = None
+    """The notes of the traces' cases read from span files (:meth:`Traces.notes_only`)."""
 
 
 class InferredRun(BaseModel):
@@ -217,7 +219,13 @@ async def _run(
             inference=context.inference,
         )
     else:
-        traces = Traces(sources=list(context.trace_sources))
+        notes = context.trace_notes or Traces()
+        traces = Traces(
+            sources=list(context.trace_sources),
+            problems=notes.problems,
+            content_notes=notes.content_notes,
+            sessions=notes.sessions,
+        )
         for eval_id, found in (runs or {}).items():
             for run, invocations in found:
                 traces.add((eval_set.eval_set_id, eval_id), invocations, run)

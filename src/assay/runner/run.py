@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from functools import partial
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from assay._internal.aio import run_sync
@@ -26,11 +27,11 @@ from assay.report.progress import reporting
 from assay.results.captured import Captures
 from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.results.trace_coverage import traces_note
-from assay.results.traces import Traces, load_traces
+from assay.results.traces import SpanReading, Traces, load_traces
 from assay.runner.agent_run import AgentSettings
 from assay.runner.executors.base import InferenceCallback, RunPlan
 from assay.runner.executors.local import LocalExecutor
-from assay.runner.jobs import jobs_for
+from assay.runner.jobs import jobs_for, session_jobs
 from assay.runner.judges import JudgeSettings
 from assay.runner.options import RunOptions
 from assay.runner.preflight import check_run_judges
@@ -85,11 +86,20 @@ class RunOutcome:
 @dataclass(frozen=True)
 class EvalInputs:
     """What ``assay eval`` reads besides its eval set files: a config (else each set's own), and
-    recorded traces or an agent spec (exactly one)."""
+    recorded traces or an agent spec (exactly one). Span files among the traces are read as
+    ``case_key``, ``sample`` and ``trace_filters`` say (:class:`~assay.results.traces.
+    SpanReading`); with no eval set, each of their sessions is a case of its own."""
 
     config: str | None = None
     traces: Sequence[str] = ()
     agent: str | None = None
+    case_key: str | None = None
+    sample: float | None = None
+    trace_filters: tuple[tuple[str, str], ...] = ()
+
+    def reading(self) -> SpanReading:
+        """How span files' sessions become cases."""
+        return SpanReading(self.case_key, self.sample, self.trace_filters)
 
 
 async def run_jobs(
@@ -217,11 +227,14 @@ def run_eval_sets(
     checked before any is called, then :func:`run_jobs`."""
     problems: list[Problem] = []  # eval sets, configs and traces all checked: reported together
     with _quietly():
-        jobs = _attempt(partial(jobs_for, config=inputs.config or None), eval_sets, problems)
-        traces = _attempt(load_traces, inputs.traces, problems) or Traces()
-    if problems or jobs is None:
+        traces = _attempt(partial(load_traces, reading=inputs.reading()), inputs.traces, problems)
+        if eval_sets:
+            jobs = _attempt(partial(jobs_for, config=inputs.config or None), eval_sets, problems)
+        else:
+            jobs = _sessions_as_cases(traces, inputs, problems)
+    if problems or jobs is None or traces is None:
         raise InputError(problems)
-    note = traces_note(traces, [job.loaded.eval_set for job in jobs]) if inputs.traces else None
+    note = _traces_note(traces, jobs, bool(eval_sets)) if inputs.traces else None
     if options.history is not False and (problems := unrecordable(jobs)):
         raise InputError(problems)
     source = (
@@ -236,6 +249,41 @@ def run_eval_sets(
     if hooks.loaded is not None:
         hooks.loaded(jobs, note)
     return run_sync(run_jobs(jobs, source, options, hooks, traces_paths=inputs.traces))
+
+
+def _sessions_as_cases(
+    traces: Traces | None, inputs: EvalInputs, problems: list[Problem]
+) -> list[EvalSetJob] | None:
+    """With no eval set: a job of the span files' sessions, each a case (see
+    :func:`~assay.runner.jobs.session_jobs`); None with a problem added when there is none."""
+    if traces is None:
+        return None
+    files = ", ".join(inputs.traces)
+    if not traces.sessions and traces.left_out:
+        why = "no session left to score after --sample and --trace-filter"
+        problems.append(Problem(files, "", why))
+        return None
+    if not traces.sessions:
+        why = (
+            "Missing argument 'EVALSET...': only OpenTelemetry span files are scored without "
+            "an eval set (each session a case); an ADK traces file is scored against the eval "
+            "set it records"
+        )
+        problems.append(Problem(files, "", why))
+        return None
+    keys = [eval_id for _, eval_id in traces.sessions]
+    make = partial(session_jobs, source=Path(inputs.traces[0]), config=inputs.config or None)
+    return _attempt(make, keys, problems)
+
+
+def _traces_note(traces: Traces, jobs: Sequence[EvalSetJob], with_sets: bool) -> str | None:
+    """The warning of cases without a trace and sessions without a case (with eval sets), and
+    how many sessions the sample and filters left out."""
+    note = traces_note(traces, [job.loaded.eval_set for job in jobs]) if with_sets else None
+    if traces.left_out:
+        left = f"{traces.left_out} session(s) left out by --sample / --trace-filter"
+        note = left if note is None else f"{note}\n{left}"
+    return note
 
 
 def _resolved(spec: str, make_agent: Callable[[str], Any] | None) -> Any:

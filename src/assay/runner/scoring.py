@@ -81,6 +81,13 @@ class ConfiguredMetric:
 
     def not_applicable(self, case: EvalCase) -> str | None:
         """Why the metric does not apply to ``case``, or None when it does."""
+        if case.conversation is None and case.conversation_scenario is None:  # from a session
+            if self.applies_to is not None or self.metric.info.needs_expected:
+                return (
+                    "needs an eval set: expected invocations (this case is a session read "
+                    "from spans, scored without one)"
+                )
+            return None
         if self.applies_to == "conversation" and case.conversation is None:
             return "not applicable: needs expected invocations; this case is a scenario"
         if self.applies_to == "scenario" and case.conversation_scenario is None:
@@ -210,8 +217,11 @@ async def score_case(
     run: int = 1,
     simulator_usage: TokenUsage | None = None,
     captures: Captures | None = None,
+    content_missing: str | None = None,
 ) -> EvalCaseResult:
     """Score one case. ``actual`` None means there is nothing to score, for ``missing_reason``.
+    ``content_missing`` (the invocations were read from spans without message content) is the
+    reason the metrics that need content are NOT_EVALUATED; the others are scored.
 
     A static conversation whose invocation count differs from ``actual``'s cannot pass or fail
     (ADK aborts the whole run): the metrics still run (those needing expected invocations say
@@ -250,7 +260,7 @@ async def score_case(
             )
             for i, inv in enumerate(actual)
         ]
-        overall = await _scored_rows(case, actual, metrics, notes, rows, captured)
+        overall = await _scored_rows(case, actual, metrics, notes, rows, captured, content_missing)
         notes.duration_s = round(time.perf_counter() - started, 6)
         status = case_status([row.eval_status for row in overall])
         if status is EvalStatus.PASSED and not notes.reason:
@@ -290,6 +300,7 @@ async def _scored_rows(
     notes: CaseNotes,
     rows: list[EvalMetricResultPerInvocation],
     captured: CapturedRows | None,
+    content_missing: str | None = None,
 ) -> list[EvalMetricResult]:
     """The case's overall rows, each metric's per-invocation rows added to ``rows``.
 
@@ -299,18 +310,26 @@ async def _scored_rows(
     expected = case.conversation
     overall: list[EvalMetricResult] = []
     skips = [configured.not_applicable(case) for configured in metrics]
+    withheld = [
+        content_missing if content_missing and configured.metric.info.needs_content else None
+        for configured in metrics
+    ]
     running = [
         asyncio.ensure_future(_run_metric(configured, actual, expected, case))
-        for configured, skip in zip(metrics, skips, strict=True)
-        if skip is None
+        for configured, skip, held in zip(metrics, skips, withheld, strict=True)
+        if skip is None and held is None
     ]
     pending = iter(running)
     try:
-        for configured, skip in zip(metrics, skips, strict=True):
+        for configured, skip, held in zip(metrics, skips, withheld, strict=True):
             if skip is not None:
                 notes.not_applicable.append(configured.name)
                 result = not_evaluated(
                     configured.name, configured.criterion, actual, skip, expected
+                )
+            elif held is not None:
+                result = not_evaluated(
+                    configured.name, configured.criterion, actual, held, expected
                 )
             else:
                 result = await next(pending)

@@ -198,9 +198,17 @@ def _from_traces(traces: Traces, eval_set_id: str) -> Callable[[EvalCase], list[
     def attempts(case: EvalCase) -> list[Attempt]:
         runs = traces.runs(eval_set_id, case.eval_id)
         if not runs:
-            return [Attempt(1, None, f"no trace for this case in {sources}")]
+            why = traces.problem(eval_set_id, case.eval_id)
+            return [Attempt(1, None, why or f"no trace for this case in {sources}")]
+        content = traces.content_note(eval_set_id, case.eval_id)
+        spans = (None, case.eval_id) in traces.sessions  # kept whole: read back, keys may differ
         return [
-            Attempt(run, invocations, trace=["t", eval_set_id, case.eval_id, run])
+            Attempt(
+                run,
+                invocations,
+                trace=None if spans else ["t", eval_set_id, case.eval_id, run],
+                content=content,
+            )
             for run, invocations in runs
         ]
 
@@ -253,6 +261,7 @@ async def score_set(
                     attempt.run,
                     attempt.simulator_usage,
                     captures,
+                    attempt.content,
                 )
                 scoring_s = clock.working_s(time.perf_counter() - began)
         result.assay.duration_s = round(attempt.working_s + scoring_s, 6)
