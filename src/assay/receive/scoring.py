@@ -152,8 +152,13 @@ async def _scored(
     keyed: Sequence[tuple[str, Session, str]], config: EvalConfig, judge_model: str | None
 ) -> list[EvalCaseResult]:
     """The batch scored by the runner: one eval set, one case a session, in order."""
-    cases = [EvalCase(eval_id=key, conversation=[]) for key, _session, _digest in keyed]
-    eval_set = EvalSet(eval_set_id=EVAL_SET_ID, eval_cases=cases)
+    cases = [  # no expected invocations: criteria that need them are not applicable (as in
+        # `assay eval --traces SPANS` with no eval set, runner.jobs.session_jobs)
+        EvalCase.model_construct(eval_id=key, conversation=None, conversation_scenario=None)
+        for key, _session, _digest in keyed
+    ]
+    eval_set = EvalSet(eval_set_id=EVAL_SET_ID, eval_cases=[])
+    eval_set.eval_cases = cases  # made, not validated: cases without expected invocations
     loaded = LoadedEvalSet(eval_set, Path(f"<{EVAL_SET_ID}>"), "evalset")
     job = EvalSetJob(loaded, config, "given")
     traces = Traces(by_case={(EVAL_SET_ID, key): s.invocations for key, s, _d in keyed})
