@@ -90,7 +90,7 @@ def run(jobs: Sequence[EvalSetJob], traces: Traces, frozen: bool, clock: _Collec
     patch = (
         contextlib.nullcontext()
         if frozen
-        else mock.patch("assay.runner.evaluate.results_kept_frozen", _left_alone)
+        else mock.patch("assay.runner.executors.local.results_kept_frozen", _left_alone)
     )
     with patch:
         clock.seconds = 0.0
