@@ -171,6 +171,25 @@ def test_spans_without_content_leave_content_criteria_not_evaluated_naming_the_s
         assert CONTENT_SETTING in _reasons(out)[eval_id]["response_match_score"]
 
 
+def test_a_trajectory_comparing_arguments_is_not_failed_on_spans_that_carry_none(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    # the calls were made, but the spans (no content) do not say with which arguments: a
+    # FAILED would say they were not made
+    evalset = _draft(run_cli, CONTENT, tmp_path / "draft.evalset.json")
+    config = _config(tmp_path, {"tool_trajectory_avg_score": 1.0})
+    out = tmp_path / "out.json"
+
+    run = _eval(run_cli, evalset, "--traces", NO_CONTENT, "--config", config, "--output", out)
+
+    assert run.code == 1
+    for eval_id, case in _results(out).items():
+        assert case["metrics"]["tool_trajectory_avg_score"][0] == NOT_EVALUATED, eval_id
+        reason = _reasons(out)[eval_id]["tool_trajectory_avg_score"]
+        assert CONTENT_SETTING in reason
+        assert "set ignore_args in this criterion to compare the tool names alone" in reason
+
+
 def test_a_session_whose_spans_never_ended_makes_its_case_not_evaluated_with_the_problem(
     run_cli: RunCli, tmp_path: Path
 ) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from assay.config import BaseCriterion
+from assay.config import BaseCriterion, ToolTrajectoryCriterion
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
 from assay.llm.base import TokenUsage
@@ -293,6 +293,24 @@ def _missing_rows(
     return overall
 
 
+def _withheld(configured: ConfiguredMetric, content_missing: str | None) -> str | None:
+    """Why ``configured`` is not scored on invocations read from spans without message content
+    (``content_missing``, the note naming the setting that adds it), or None when it is. A
+    trajectory that compares arguments is withheld too: the spans name the tools called but not
+    their arguments, and a FAILED for calls that were made would mislead."""
+    if not content_missing:
+        return None
+    if configured.metric.info.needs_content:
+        return content_missing
+    criterion = configured.criterion
+    if isinstance(criterion, ToolTrajectoryCriterion) and not criterion.ignore_args:
+        return (
+            f"{content_missing} (the spans name the tools called, not their arguments: set "
+            "ignore_args in this criterion to compare the tool names alone)"
+        )
+    return None
+
+
 async def _scored_rows(
     case: EvalCase,
     actual: Sequence[Invocation],
@@ -310,10 +328,7 @@ async def _scored_rows(
     expected = case.conversation
     overall: list[EvalMetricResult] = []
     skips = [configured.not_applicable(case) for configured in metrics]
-    withheld = [
-        content_missing if content_missing and configured.metric.info.needs_content else None
-        for configured in metrics
-    ]
+    withheld = [_withheld(configured, content_missing) for configured in metrics]
     running = [
         asyncio.ensure_future(_run_metric(configured, actual, expected, case))
         for configured, skip, held in zip(metrics, skips, withheld, strict=True)
