@@ -30,6 +30,7 @@ from assay.report.progress import HEARTBEAT_S, RunProgress
 from assay.results.collected import CaseResults
 from assay.results.model import EvalCaseResult, EvalSetResult, RunSummary
 from assay.results.output import result_chunks
+from assay.results.traces import Traces
 from assay.runner.agent_run import recorded_inference, write_traces
 from assay.runner.inference import CaseInference
 from assay.runner.options import RunOptions
@@ -297,6 +298,13 @@ def _run_summary(results: Sequence[EvalSetResult]) -> RunSummary:
     help="Write a short Markdown summary (for a pull-request comment).",
 )
 @click.option(
+    "--export-verdicts",
+    "export_url",
+    metavar="URL",
+    help="Send each verdict as an OpenTelemetry gen_ai.evaluation.result event to URL/v1/logs "
+    "(OTLP/HTTP; headers: OTEL_EXPORTER_OTLP_HEADERS), about its session's root span.",
+)
+@click.option(
     "--progress/--no-progress",
     "show_progress",
     default=True,
@@ -419,6 +427,8 @@ def eval_command(eval_sets: tuple[str, ...], **params: Any) -> None:
         console.print(f"results written to {escape(output_path)}")
     html_path = params["html_path"]
     _write_reports(console, results, html_path, params["junit_path"], params["markdown_path"])
+    if params["export_url"]:
+        _export_verdicts(params["export_url"], results, outcome.traces)
     if outcome.recorded:
         console.print(f"[dim]recorded as run {outcome.run_id} (assay show {outcome.run_id})[/]")
     source = outcome.run_id if outcome.recorded else output_path
@@ -433,6 +443,21 @@ def eval_command(eval_sets: tuple[str, ...], **params: Any) -> None:
         )
     clean = summary.failed == 0 and summary.not_evaluated == 0 and unevaluated == 0
     sys.exit(EXIT_OK if clean else EXIT_FAILED)
+
+
+def _export_verdicts(url: str, results: Sequence[EvalSetResult], traces: Traces | None) -> None:
+    """Each verdict sent to ``url``, about its case's session's root span (if any); a failure is
+    one warning, the results and exit code as they are."""
+    from assay.report import otel_events as otel
+
+    err = make_console(stderr=True)
+    warn = lambda message: err.print(f"[yellow]warning:[/] {escape(message)}")  # noqa: E731
+    exporter = otel.VerdictExporter(url, headers=otel.otlp_headers(os.environ), warn=warn)
+    unparented = exporter.add_all(otel.case_targets(results, traces.sessions if traces else {}))
+    exporter.close()
+    if not exporter.failed:
+        without = f" ({unparented} case(s) without a span)" if unparented else ""
+        err.print(f"{exporter.sent} verdict(s) exported to {escape(exporter.where)}{without}")
 
 
 def _inputs(params: dict[str, Any]) -> EvalInputs:

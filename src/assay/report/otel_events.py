@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -39,7 +40,7 @@ from tenacity import (
 )
 
 from assay.metrics.base import EvalStatus
-from assay.results.model import EvalCaseResult, EvalMetricResult
+from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult
 from assay.traces import Session
 
 EVENT_NAME = "gen_ai.evaluation.result"
@@ -135,9 +136,58 @@ def evaluation_records(result: EvalCaseResult, target: SpanRef | None) -> list[L
 
 
 def logs_url(endpoint: str) -> str:
-    """Where the logs go: ``{endpoint}/v1/logs``, or ``endpoint`` when it names that path."""
-    base = endpoint.rstrip("/")
-    return base if base.endswith("/v1/logs") else f"{base}/v1/logs"
+    """Where the logs go: ``{endpoint}/v1/logs``, or ``endpoint`` when it names that path (a
+    query string, where some endpoints take their key, kept after the path)."""
+    parts = urlsplit(endpoint.strip())
+    path = parts.path.rstrip("/")
+    if not path.endswith("/v1/logs"):
+        path = f"{path}/v1/logs"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a message may show it: without user info (``user:token@``), query or fragment,
+    where a key could be."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    where = f"{host}:{port}" if port is not None else host
+    return urlunsplit((parts.scheme, where, parts.path, "", ""))
+
+
+def otlp_headers(environ: Mapping[str, str]) -> dict[str, str]:
+    """The headers OpenTelemetry's exporters send to a logs endpoint:
+    ``OTEL_EXPORTER_OTLP_LOGS_HEADERS``, else ``OTEL_EXPORTER_OTLP_HEADERS`` (``key=value``
+    pairs, comma separated, values URL-encoded). A pair without ``=`` is ignored, as the
+    OpenTelemetry SDK ignores it."""
+    raw = environ.get("OTEL_EXPORTER_OTLP_LOGS_HEADERS") or environ.get(
+        "OTEL_EXPORTER_OTLP_HEADERS", ""
+    )
+    headers: dict[str, str] = {}
+    for pair in raw.split(","):
+        name, equals, value = pair.partition("=")
+        if equals and name.strip():
+            headers[unquote(name.strip()).lower()] = unquote(value.strip())
+    return headers
+
+
+def case_targets(
+    results: Iterable[EvalSetResult],
+    sessions: Mapping[tuple[str | None, str], tuple[str, str] | None],
+) -> Iterator[tuple[EvalCaseResult, SpanRef | None]]:
+    """Each case result with the span it is about: its session's (``sessions``, as
+    :attr:`assay.results.traces.Traces.sessions` keeps them), else None."""
+    for set_result in results:
+        for case in set_result.eval_case_results:
+            ids = sessions.get((case.eval_set_id, case.eval_id))
+            if ids is None:
+                ids = sessions.get((None, case.eval_id))
+            yield case, (SpanRef(*ids) if ids is not None else None)
 
 
 def _request(records: list[LogRecord]) -> bytes:
@@ -175,9 +225,25 @@ class VerdictExporter:
     failed: bool = False
     _pending: list[LogRecord] = field(default_factory=list, repr=False)
 
+    @property
+    def where(self) -> str:
+        """Where the records go, as a message may show it (:func:`shown_url`)."""
+        return shown_url(logs_url(self.endpoint))
+
     def add(self, result: EvalCaseResult, target: SpanRef | None) -> None:
         """Queue the verdicts of one case."""
         self._pending.extend(evaluation_records(result, target))
+
+    def add_all(self, cases: Iterable[tuple[EvalCaseResult, SpanRef | None]]) -> int:
+        """Queue (and send, a batch at a time) the verdicts of ``cases``; how many cases had
+        no span to be about."""
+        unparented = 0
+        for result, target in cases:
+            self.add(result, target)
+            unparented += target is None
+            if len(self._pending) >= BATCH:
+                self.flush()
+        return unparented
 
     def flush(self) -> int:
         """Send what is queued; the number of records accepted."""
@@ -211,14 +277,15 @@ class VerdictExporter:
             with attempt:
                 answer = client.post(url, content=body, headers=headers)
                 if answer.status_code == 429 or answer.status_code >= 500:
-                    raise _Retryable(f"{url} answered {answer.status_code}")
+                    raise _Retryable(f"{shown_url(url)} answered {answer.status_code}")
                 if answer.status_code >= 400:
-                    raise RuntimeError(f"{url} answered {answer.status_code}")
+                    raise RuntimeError(f"{shown_url(url)} answered {answer.status_code}")
 
     def _fail(self, exc: BaseException) -> None:
         self.failed = True
         cause = exc.last_attempt.exception() if isinstance(exc, RetryError) else exc
-        message = f"verdicts not exported to {logs_url(self.endpoint)}: {_plain(cause)}"
+        detail = _scrubbed(_plain(cause), self.endpoint, self.headers)
+        message = f"verdicts not exported to {self.where}: {detail}"
         if self.warn is not None:
             self.warn(message)
         else:
@@ -231,6 +298,15 @@ def _plain(exc: BaseException | None) -> str:
         return "unknown error"
     text = str(exc) or type(exc).__name__
     return text if isinstance(exc, _Retryable | RuntimeError) else f"{type(exc).__name__}: {text}"
+
+
+def _scrubbed(text: str, endpoint: str, headers: Mapping[str, str] | None) -> str:
+    """``text`` without the URL's user info and query, nor any header value (the key)."""
+    parts = urlsplit(endpoint)
+    secrets = [parts.netloc.rpartition("@")[0], parts.query, *(headers or {}).values()]
+    for secret in sorted((s for s in secrets if len(s) >= 3), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 def export_verdicts(

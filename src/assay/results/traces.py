@@ -90,8 +90,10 @@ class Traces:
     """Cases whose session (read from a span file) cannot be scored, with the reason."""
     content_notes: dict[TraceKey, str] = field(default_factory=dict)
     """Cases whose session's spans carry no message content, with the setting to turn on."""
-    sessions: dict[TraceKey, None] = field(default_factory=dict)
-    """The cases read from span files' sessions (those with a problem too), in file order."""
+    sessions: dict[TraceKey, tuple[str, str] | None] = field(default_factory=dict)
+    """The cases read from span files' sessions (those with a problem too), in file order, each
+    with the span its verdicts are about: (trace id, span id) of the session's first root span
+    (None when it has none)."""
     left_out: int = 0
     """Sessions of span files left out by :class:`SpanReading`'s sample or filters."""
 
@@ -320,7 +322,7 @@ def _load_spans(path: Path, reading: SpanReading) -> Traces:
             traces.left_out += 1
             continue
         key: TraceKey = (None, name)
-        traces.sessions[key] = None
+        traces.sessions[key] = _root_of(session)
         if session.problem:
             traces.problems[key] = f"the session's spans cannot be scored: {session.problem}"
             continue
@@ -334,6 +336,13 @@ def _load_spans(path: Path, reading: SpanReading) -> Traces:
             batch = []
     spill.put_many(KIND, batch)
     return traces
+
+
+def _root_of(session: Session) -> tuple[str, str] | None:
+    """The session's evaluated span: its first root span (as report.otel_events.span_ref)."""
+    if not session.trace_ids or not session.root_span_ids:
+        return None
+    return session.trace_ids[0], session.root_span_ids[0]
 
 
 def _content_note(session: Session) -> str:

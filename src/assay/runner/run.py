@@ -81,6 +81,9 @@ class RunOutcome:
     """Whether the whole run was recorded."""
     kept: list[EvalCaseResult] = field(default_factory=list)
     """The case results a resumed run already had (not run again)."""
+    traces: Traces | None = None
+    """The traces the run read (:func:`run_eval_sets`): span files' sessions name the span each
+    case's verdicts are about (:attr:`~assay.results.traces.Traces.sessions`)."""
 
 
 @dataclass(frozen=True)
@@ -248,7 +251,9 @@ def run_eval_sets(
     )
     if hooks.loaded is not None:
         hooks.loaded(jobs, note)
-    return run_sync(run_jobs(jobs, source, options, hooks, traces_paths=inputs.traces))
+    outcome = run_sync(run_jobs(jobs, source, options, hooks, traces_paths=inputs.traces))
+    outcome.traces = traces
+    return outcome
 
 
 def _sessions_as_cases(
