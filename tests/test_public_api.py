@@ -56,7 +56,7 @@ API: dict[str, dict[str, tuple[str, list[str] | None]]] = {
         ),
         "load_config": ("function", ["path"]),
         "load_eval_set": ("function", ["path"]),
-        "load_traces": ("function", ["paths"]),
+        "load_traces": ("function", ["paths", "reading=None"]),
         "parse_config": ("function", ["data", "file='<config>'"]),
         "write_eval_set": ("function", ["eval_set", "path"]),
     },
