@@ -13,8 +13,13 @@ belongs to that session, else the trace is a session of its own. The closing rul
   it never ended (its case is NOT_EVALUATED, saying so).
 
 Bounds: ``max_spans`` per session (more are dropped and the session gets a problem), and
-``max_sessions`` open (the one idle longest is closed early, with a problem). Spans of a trace
-that already closed (late or re-sent ones) are dropped. Sessions scored are remembered by a
+``max_sessions`` open, not yet ended (the one idle longest is closed early, with a problem).
+Sessions ended or closed early stay in the file until they are scored; the file holds at most
+``2 * max_sessions`` sessions of at most ``max_spans`` spans each. When it is full (scoring is
+behind) the server answers 503, which exporters retry later; spans of new sessions that a request
+brings past the bound are refused (counted in :attr:`SpanBuffer.rejected`, the request answered
+with an OTLP partial success). Spans of a trace that already
+closed (late or re-sent ones) are dropped. Sessions scored are remembered by a
 digest of their spans, so spans sent twice are not scored twice.
 """
 
@@ -83,6 +88,8 @@ class SpanBuffer:
     limits: Limits = field(default_factory=Limits)
     dropped: int = 0
     """Spans dropped so far (over a bound, or late)."""
+    rejected: int = 0
+    """Spans of new sessions refused so far (the buffer full of sessions waiting to be scored)."""
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -96,6 +103,12 @@ class SpanBuffer:
                 "SELECT trace_id, session, ended, spans, last, problem FROM traces"
             )
         }
+        self._members: dict[str, list[str]] = {}
+        """The open sessions' trace ids, by session key (its session id, else its trace id)."""
+        for trace_id, trace in self._traces.items():
+            self._members.setdefault(trace.session or trace_id, []).append(trace_id)
+        self._evicted: set[str] = set()
+        """Keys of sessions closed early to make room, waiting to be scored."""
         self._closed: OrderedDict[str, None] = OrderedDict()
 
     def meta(self, key: str) -> str | None:
@@ -110,42 +123,52 @@ class SpanBuffer:
     @property
     def open_sessions(self) -> int:
         with self._lock:
-            return len(self._groups())
+            return len(self._members)
 
-    def add(self, spans: Sequence[Span], now: float) -> None:
-        """Keep ``spans`` (one request's) until their sessions close."""
+    def add(self, spans: Sequence[Span], now: float) -> int:
+        """Keep ``spans`` (one request's) until their sessions close; how many were refused
+        (spans of new sessions while the buffer is full, see the module docstring)."""
         by_trace: dict[str, list[Span]] = {}
         for span in spans:
             by_trace.setdefault(span.trace_id, []).append(span)
         with self._lock:
             self._db.execute("BEGIN")
             try:
-                for trace_id, group in by_trace.items():
-                    self._add_trace(trace_id, group, now)
+                refused = sum(self._add_trace(tid, group, now) for tid, group in by_trace.items())
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+            self.rejected += refused
+            return refused
 
-    def _add_trace(self, trace_id: str, spans: list[Span], now: float) -> None:
+    def _add_trace(self, trace_id: str, spans: list[Span], now: float) -> int:
+        """Keep one trace's spans of a request; how many were refused."""
         if trace_id in self._closed:
             self.dropped += len(spans)
-            return
+            return 0
         trace = self._traces.get(trace_id)
         if trace is None:
-            self._make_room(now)
-            trace = self._traces[trace_id] = _Trace(None, False, 0, now)
-        trace.session = trace.session or _session_of(spans)
+            session = _session_of(spans)
+            held = self._group_spans(session) if session else 0
+            if session is not None and held >= self.limits.max_spans:  # full: no empty trace row
+                self.dropped += len(spans)
+                self._overflowed(self._members[session][0])
+                return 0
+            if not held and not self._make_room(now):
+                return len(spans)
+            trace = self._traces[trace_id] = _Trace(session, False, 0, now)
+            self._members.setdefault(session or trace_id, []).append(trace_id)
+        if trace.session is None and (session := _session_of(spans)) is not None:
+            self._join(trace_id, session)
         trace.last = now
-        group = self._group_spans(trace.session or trace_id) if trace.session else trace.spans
+        group = self._group_spans(trace.session) if trace.session else trace.spans
         room = self.limits.max_spans - group
+        trace.ended = trace.ended or any(span.parent_id is None for span in spans)
         if room < len(spans):
             self.dropped += len(spans) - max(room, 0)
             spans = spans[: max(room, 0)]
-            trace.problem = (
-                f"more than {self.limits.max_spans} spans in the session: the rest were dropped"
-            )
-        trace.ended = trace.ended or any(span.parent_id is None for span in spans)
+            self._overflowed(trace_id)
         trace.spans += len(spans)
         if spans:
             self._db.execute(
@@ -155,40 +178,73 @@ class SpanBuffer:
             "INSERT OR REPLACE INTO traces VALUES (?, ?, ?, ?, ?, ?)",
             (trace_id, trace.session, int(trace.ended), trace.spans, trace.last, trace.problem),
         )
+        return 0
+
+    def _overflowed(self, trace_id: str) -> None:
+        """The session of ``trace_id`` lost spans over ``max_spans``: its problem, kept."""
+        problem = f"more than {self.limits.max_spans} spans in the session: the rest were dropped"
+        self._traces[trace_id].problem = problem
+        self._db.execute("UPDATE traces SET problem = ? WHERE trace_id = ?", (problem, trace_id))
+
+    def _join(self, trace_id: str, session: str) -> None:
+        """A trace first seen without a session id turns out to be of ``session``."""
+        self._traces[trace_id].session = session
+        self._members.pop(trace_id, None)
+        self._members.setdefault(session, []).append(trace_id)
+        if trace_id in self._evicted:
+            self._evicted.discard(trace_id)
+            self._evicted.add(session)
 
     def _group_spans(self, key: str) -> int:
-        return sum(t.spans for tid, t in self._traces.items() if (t.session or tid) == key)
+        return sum(self._traces[t].spans for t in self._members.get(key, ()))
 
-    def _groups(self) -> dict[str, list[str]]:
-        groups: dict[str, list[str]] = {}
-        for trace_id, trace in self._traces.items():
-            groups.setdefault(trace.session or trace_id, []).append(trace_id)
-        return groups
+    @property
+    def full(self) -> bool:
+        """Whether as many sessions wait to be scored as may be open (no room for a new one)."""
+        with self._lock:
+            return len(self._members) >= 2 * self.limits.max_sessions
 
-    def _make_room(self, now: float) -> None:
-        """Over ``max_sessions`` open: the session idle longest is marked to close now."""
-        groups = self._groups()
-        if len(groups) < self.limits.max_sessions:
-            return
-        oldest = min(groups, key=lambda key: max(self._traces[t].last for t in groups[key]))
-        for trace_id in groups[oldest]:
+    def _make_room(self, now: float) -> bool:
+        """Room for one more session: at ``max_sessions`` open (not yet ended, not closed
+        early), the one idle longest is marked to close now, with a problem; False when the
+        buffer holds ``2 * max_sessions`` (the rest wait to be scored)."""
+        if len(self._members) < self.limits.max_sessions:
+            return True
+        if len(self._members) >= 2 * self.limits.max_sessions:
+            return False
+        open_keys = [
+            key
+            for key, ids in self._members.items()
+            if key not in self._evicted and not all(self._traces[t].ended for t in ids)
+        ]
+        if len(open_keys) < self.limits.max_sessions:
+            return True
+        oldest = min(open_keys, key=lambda k: max(self._traces[t].last for t in self._members[k]))
+        self._evicted.add(oldest)
+        for trace_id in self._members[oldest]:
             trace = self._traces[trace_id]
             trace.last = now - self.limits.idle_timeout_s - 1
-            trace.problem = trace.problem or (
-                f"closed early: more than {self.limits.max_sessions} sessions were open at once"
+            early = f"closed early: more than {self.limits.max_sessions} sessions were open at once"
+            trace.problem = "; ".join(p for p in (trace.problem, early) if p)
+            self._db.execute(
+                "UPDATE traces SET last = ?, problem = ? WHERE trace_id = ?",
+                (trace.last, trace.problem, trace_id),
             )
+        return True
 
     def due(self, now: float) -> list[str]:
         """The sessions to close now (see the module docstring)."""
         with self._lock:
             due = []
-            for key, trace_ids in self._groups().items():
+            for key, trace_ids in self._members.items():
                 traces = [self._traces[t] for t in trace_ids]
                 last = max(t.last for t in traces)
                 ended = all(t.ended for t in traces)
                 keyed = any(t.session for t in traces)
-                if now - last >= self.limits.idle_timeout_s or (
-                    ended and (not keyed or now - last >= self.limits.settle_s)
+                if (
+                    now - last >= self.limits.idle_timeout_s
+                    or (ended and (not keyed or now - last >= self.limits.settle_s))
+                    or key in self._evicted
                 ):
                     due.append(key)
             return due
@@ -196,7 +252,7 @@ class SpanBuffer:
     def take(self, key: str) -> Closed:
         """The spans of session ``key`` (kept until :meth:`done`)."""
         with self._lock:
-            trace_ids = [t for t, trace in self._traces.items() if (trace.session or t) == key]
+            trace_ids = list(self._members.get(key, ()))
             spans: list[Span] = []
             for trace_id in trace_ids:
                 for (body,) in self._db.execute(
@@ -204,7 +260,7 @@ class SpanBuffer:
                 ):
                     spans.extend(pickle.loads(body))
             problems = [p for t in trace_ids if (p := self._traces[t].problem)]
-            if not all(self._traces[t].ended for t in trace_ids):
+            if key not in self._evicted and not all(self._traces[t].ended for t in trace_ids):
                 problems.append(
                     f"never ended: its root span had not arrived after "
                     f"{self.limits.idle_timeout_s:g} s without a span (--idle-timeout)"
@@ -232,6 +288,14 @@ class SpanBuffer:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+            self._evicted.discard(closed.key)
+            if self._members.get(closed.key) == closed.traces:
+                del self._members[closed.key]
+            else:  # traces came for the session while it was scored: they stay open
+                left = [t for t in self._members.get(closed.key, ()) if t not in closed.traces]
+                self._members.pop(closed.key, None)
+                if left:
+                    self._members[closed.key] = left
             for trace_id in closed.traces:
                 self._traces.pop(trace_id, None)
                 self._closed[trace_id] = None

@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from assay.config import EvalConfig
 from assay.evalset.case import EvalCase, EvalSet
@@ -23,7 +22,7 @@ from assay.history.records import HistoryError
 from assay.history.store import HistoryStore
 from assay.metrics.base import EvalStatus
 from assay.report.otel_events import SpanRef, VerdictExporter, span_ref
-from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult
+from assay.results.model import EvalCaseResult, EvalMetricResult
 from assay.results.traces import Traces
 from assay.runner.evaluate import EvalSetJob, evaluate
 from assay.runner.options import RunOptions
@@ -122,8 +121,9 @@ class LiveRun:
         if self._store is None:
             return
         try:
-            results = self._store.results(self.run_id)
-            self._store.finish_run(self.run_id, [_relisted(r) for r in results])
+            # the cases are read back a batch at a time as finish_run lists them, never all
+            # held: a receiver that ran for days stops in bounded memory
+            self._store.finish_run(self.run_id, self._store.results(self.run_id))
         except HistoryError as exc:
             self.warn(f"{exc}; the receiver's run is left as it was")
         finally:
@@ -209,12 +209,6 @@ def _explained(result: EvalCaseResult) -> EvalCaseResult:
     return result.model_copy(
         update={"assay": result.assay.model_copy(update={"metric_reasons": reasons})}
     )
-
-
-def _relisted(result: EvalSetResult) -> EvalSetResult:
-    """A set result read back from the history, its cases listed (finish_run keeps the order)."""
-    cases: list[Any] = list(result.eval_case_results)
-    return result.model_copy(update={"eval_case_results": cases})
 
 
 def now() -> float:

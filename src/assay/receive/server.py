@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import ipaddress
+import json
 import threading
 import zlib
 from collections.abc import Callable
@@ -26,8 +27,11 @@ from typing import Any
 
 from assay.errors import TracesError
 from assay.receive.buffer import SpanBuffer
+from assay.receive.decode import request_spans
 from assay.receive.scoring import LiveRun, now
-from assay.traces import build_session, spans_from_otlp
+from assay.traces import build_session
+
+_PROTO = "application/x-protobuf"
 
 MAX_BODY = 8 * 1024 * 1024
 """The largest request body, after gzip is undone (8 MiB; the OTLP exporter sends far less)."""
@@ -68,6 +72,8 @@ class Receiver:
     max_body: int = MAX_BODY
     max_connections: int = 64
     tick_s: float = 0.1
+    batch: int = 32
+    """Sessions scored together (one runner call, one history write each)."""
     say: Callable[[str], None] = print
     requests: dict[int, int] = field(default_factory=dict)
     """Answers given, by status code."""
@@ -106,8 +112,16 @@ class Receiver:
             loop.close()
 
     async def score_due(self) -> int:
-        """Close and score the sessions due now; how many were scored."""
-        closed = [self.buffer.take(key) for key in self.buffer.due(now())]
+        """Close and score the sessions due now, ``batch`` at a time (so the spans in memory
+        stay bounded however far behind scoring is); how many were scored."""
+        due = self.buffer.due(now())
+        scored = 0
+        for at in range(0, len(due), self.batch):
+            scored += await self._score(due[at : at + self.batch])
+        return scored
+
+    async def _score(self, keys: list[str]) -> int:
+        closed = [self.buffer.take(key) for key in keys]
         fresh = []
         for item in closed:
             if self.buffer.scored_before(item.digest):
@@ -135,13 +149,15 @@ class Receiver:
             except zlib.error as exc:
                 return 400, f"the gzip body cannot be read: {exc}\n".encode()
         content_type = headers.get("Content-Type") or "application/x-protobuf"
+        if self.buffer.full:
+            return 503, b"scoring is behind: as many sessions wait as may be open; retry later\n"
         source = f"request from {handler.client_address[0]}"
         try:
-            spans = spans_from_otlp(body, content_type, source)
+            spans = request_spans(body, content_type, source)
         except TracesError as exc:
             return 400, f"{exc}\n".encode(errors="replace")
-        self.buffer.add(spans, now())
-        return 200, b"{}" if "json" in content_type else b""
+        refused = self.buffer.add(spans, now())
+        return 200, _success(refused, self.buffer.limits.max_sessions, "json" in content_type)
 
     def _authorized(self, headers: Any) -> bool:
         assert self.key is not None
@@ -150,6 +166,25 @@ class Receiver:
         if bearer[:7].lower() == "bearer ":
             given = given or bearer[7:].strip()
         return hmac.compare_digest(given.encode(), self.key.encode())
+
+
+def _success(refused: int, sessions: int, json_body: bool) -> bytes:
+    """The OTLP answer to a request taken: a partial success when spans of new sessions were
+    refused (the exporter does not resend them; the sender is told how many and why)."""
+    if not refused:
+        return b"{}" if json_body else b""
+    why = f"{2 * sessions} sessions wait to be scored: spans of new sessions refused; send later"
+    if json_body:
+        partial = {"rejectedSpans": str(refused), "errorMessage": why}
+        return json.dumps({"partialSuccess": partial}).encode()
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceResponse,
+    )
+
+    answer = ExportTraceServiceResponse()
+    answer.partial_success.rejected_spans = refused
+    answer.partial_success.error_message = why
+    return bytes(answer.SerializeToString())
 
 
 class _Server(ThreadingHTTPServer):
@@ -195,13 +230,16 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 return
             body = self.rfile.read(length)
             status, answer = receiver.accept(self, body)
-            self._answer(status, answer)
+            json_body = "json" in (self.headers.get("Content-Type") or "")
+            self._answer(status, answer, "application/json" if json_body else _PROTO)
 
-        def _answer(self, status: int, body: bytes) -> None:
+        def _answer(self, status: int, body: bytes, content_type: str = "text/plain") -> None:
             receiver.requests[status] = receiver.requests.get(status, 0) + 1
             self.send_response(status)
-            self.send_header("Content-Type", "application/json" if body == b"{}" else "text/plain")
+            self.send_header("Content-Type", content_type if status == 200 else "text/plain")
             self.send_header("Content-Length", str(len(body)))
+            if status == 503:
+                self.send_header("Retry-After", "1")
             if self.close_connection:
                 self.send_header("Connection", "close")
             self.end_headers()
