@@ -58,7 +58,7 @@ def test_a_large_run_loads_with_its_aggregates_and_pages_to_a_late_failing_case(
     assert late.is_displayed() and "case-02509" in late.text
     assert browser.find_element(By.ID, "page-label").text == "page 2 of 2"
     late.find_element(By.TAG_NAME, "summary").click()
-    assert late.find_element(By.CSS_SELECTOR, ".case-body").is_displayed()
+    assert _case_body(browser, late).is_displayed()
 
 
 def test_a_case_listed_by_name_is_found_by_the_filter(browser: Any, large_page: Path) -> None:
@@ -81,4 +81,17 @@ def test_a_link_to_a_case_on_a_later_page_opens_it(browser: Any, large_page: Pat
     browser.get(large_page.as_uri() + "#c299")
     target = browser.find_element(By.ID, "c299")
     assert target.is_displayed() and target.get_attribute("open") is not None
-    assert target.find_element(By.CSS_SELECTOR, ".case-body").is_displayed()
+    assert _case_body(browser, target).is_displayed()
+
+
+def _case_body(browser: Any, case: Any) -> Any:
+    """A case's body, which the page builds when the case is opened: on the ``toggle`` event,
+    which the browser fires after the click returns (waited for, up to 10 s on a busy machine)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def built(_driver: Any) -> Any:
+        found = case.find_elements(By.CSS_SELECTOR, ".case-body")
+        return found[0] if found else False
+
+    return WebDriverWait(browser, 10).until(built)
