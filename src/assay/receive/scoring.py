@@ -31,10 +31,6 @@ from assay.traces import Session, session_key
 EVAL_SET_ID = "assay-receive"
 """The eval set id the receiver's cases are recorded under."""
 
-_NEEDS_EXPECTED = (
-    "needs an eval set: the live receiver scores sessions without expected invocations"
-)
-
 
 @dataclass
 class Scored:
@@ -95,7 +91,7 @@ class LiveRun:
         keyed = _keyed(sessions, self._taken)
         results = await _scored(keyed, self.config, self.judge_model)
         scored = [
-            Scored(_explained(result), span_ref(session), session.session_id, digest)
+            Scored(result, span_ref(session), session.session_id, digest)
             for result, (_key, session, digest) in zip(results, keyed, strict=True)
         ]
         self._record([item.result for item in scored])
@@ -191,24 +187,6 @@ def _with_problem(result: EvalCaseResult, session: Session) -> EvalCaseResult:
 
 def _not_evaluated(metric: EvalMetricResult) -> EvalMetricResult:
     return metric.model_copy(update={"score": None, "eval_status": EvalStatus.NOT_EVALUATED})
-
-
-def _explained(result: EvalCaseResult) -> EvalCaseResult:
-    """Criteria left NOT_EVALUATED for want of expected invocations, saying so."""
-    reasons = dict(result.assay.metric_reasons)
-    changed = False
-    for metric in result.overall_eval_metric_results:
-        if metric.eval_status != EvalStatus.NOT_EVALUATED:
-            continue
-        old = reasons.get(metric.metric_name)
-        if old is None or "expected" in old:
-            reasons[metric.metric_name] = _NEEDS_EXPECTED + (f" ({old})" if old else "")
-            changed = True
-    if not changed:
-        return result
-    return result.model_copy(
-        update={"assay": result.assay.model_copy(update={"metric_reasons": reasons})}
-    )
 
 
 def now() -> float:
