@@ -89,7 +89,9 @@ def test_a_restart_neither_loses_an_open_session_nor_scores_one_twice(
 
     again = start_receiver(history, config, limits=Limits(settle_s=0.2))
     try:
-        assert exporter_to(again.port).export(sent.get_finished_spans()).name == "SUCCESS"
+        exporter = exporter_to(again.port)
+        assert exporter.export(sent.get_finished_spans()).name == "SUCCESS"
+        exporter.shutdown()  # its HTTP session's socket closed here, not by a later test's GC
         wait_for(lambda: again.run.cases == 1, "conv-2 scored after the restart")
         wait_for(lambda: again.buffer.open_sessions == 0, "conv-1's re-sent spans dropped")
     finally:
