@@ -17,35 +17,20 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from assay._internal.files import write_atomically
 from assay.cli.diagnoses import check_sources
 from assay.cli.history import max_cases_option
 from assay.cli.judge_check import StoppedJudges
 from assay.cli.output import EXIT_FAILED, EXIT_OK, make_console
 from assay.history.records import HistoryError, default_history_path
 from assay.llm.profile import JudgeProfile, bundled_source
-from assay.metrics.base import EvalStatus
-from assay.report.console import print_results
 from assay.report.progress import HEARTBEAT_S, RunProgress
-from assay.results.collected import CaseResults
-from assay.results.model import EvalCaseResult, EvalSetResult, RunSummary
-from assay.results.output import result_chunks
-from assay.results.traces import Traces
+from assay.report.publish import OutputError, Outputs, Table, publish
+from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.runner.agent_run import recorded_inference, write_traces
 from assay.runner.inference import CaseInference
 from assay.runner.options import RunOptions
 from assay.runner.run import EvalInputs, RunHooks, run_eval_sets
-from assay.runner.sets import CaseCallback, EvalSetJob, summarize
-
-
-def _write_output(path: Path, results: Sequence[EvalSetResult]) -> None:
-    try:
-        write_atomically(path, result_chunks(results))
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        if exc.filename is not None and str(exc.filename) != str(path):
-            reason += f": {exc.filename}"
-        raise click.FileError(str(path), hint=reason) from None
+from assay.runner.sets import CaseCallback, EvalSetJob
 
 
 def _check_output_folders(outputs: Sequence[tuple[str, str | None]]) -> None:
@@ -55,33 +40,6 @@ def _check_output_folders(outputs: Sequence[tuple[str, str | None]]) -> None:
             raise click.BadParameter(
                 f"folder '{Path(path).parent}' does not exist", param_hint=f"'{option}'"
             )
-
-
-def _write_reports(
-    console: Console,
-    results: Sequence[EvalSetResult],
-    html_path: str | None,
-    junit_path: str | None,
-    markdown_path: str | None,
-) -> None:
-    """The reports asked for (each written whole, or not at all, with the reason)."""
-    from assay.report.html import write_html
-    from assay.report.junit import write_junit
-    from assay.report.markdown import write_markdown
-
-    writers = (
-        ("HTML report", html_path, write_html),
-        ("JUnit XML", junit_path, write_junit),
-        ("Markdown summary", markdown_path, write_markdown),
-    )
-    for what, path, write in writers:
-        if not path:
-            continue
-        try:
-            write(Path(path), results)
-        except OSError as exc:
-            raise click.FileError(path, hint=exc.strerror or str(exc)) from None
-        console.print(f"{what} written to {escape(path)}")
 
 
 def _attach_agreement(
@@ -154,34 +112,6 @@ def _heartbeat_s() -> float:
     if not seconds >= 0:
         raise click.UsageError(f"ASSAY_HEARTBEAT_S must be a number of seconds; got {raw!r}")
     return seconds
-
-
-def _unevaluated_in_passed_cases(results: Sequence[EvalSetResult]) -> int:
-    """Applicable metrics not evaluated in cases that still passed (ADK counts the case as
-    passed; the exit code does not): counted as the run went, or else now."""
-    return sum(
-        cases.unevaluated_in_passed
-        if isinstance(cases := result.eval_case_results, CaseResults)
-        else sum(
-            len(case.unevaluated_metrics())
-            for case in cases
-            if case.final_eval_status is EvalStatus.PASSED
-        )
-        for result in results
-    )
-
-
-def _run_summary(results: Sequence[EvalSetResult]) -> RunSummary:
-    """The whole run's summary, from each set's (counted as the run went)."""
-    summaries = [
-        result.assay.summary if result.assay else summarize(result.eval_case_results)
-        for result in results
-    ]
-    return RunSummary(
-        passed=sum(s.passed for s in summaries),
-        failed=sum(s.failed for s in summaries),
-        not_evaluated=sum(s.not_evaluated for s in summaries),
-    )
 
 
 @click.command("eval")
@@ -408,56 +338,50 @@ def eval_command(eval_sets: tuple[str, ...], **params: Any) -> None:
     console = make_console()
     shown = _Shown(console, params["show_progress"], options, params["history_file"])
     outcome = run_eval_sets(eval_sets, inputs, options, shown.hooks())
-    results = outcome.results
     if path := params["save_traces_path"]:
         kept = [recorded_inference(case) for case in outcome.kept]
         write_traces(Path(path), [*kept, *shown.saved])
         console.print(f"traces written to {escape(path)}")
-    summary = _run_summary(results)
-    print_results(
-        console,
-        results,
-        summary,
-        detailed=params["print_detailed_results"],
-        max_cases=params["max_cases"],
-    )
-    shown.stopped.report(console)
-    if output_path := params["output_path"]:
-        _write_output(Path(output_path), results)
-        console.print(f"results written to {escape(output_path)}")
-    html_path = params["html_path"]
-    _write_reports(console, results, html_path, params["junit_path"], params["markdown_path"])
-    if params["export_url"]:
-        _export_verdicts(params["export_url"], results, outcome.traces)
+    outputs = _outputs(params)
+    try:
+        published = publish(
+            console,
+            outcome.results,
+            outputs,
+            table=Table(params["print_detailed_results"], params["max_cases"]),
+            after_table=lambda: shown.stopped.report(console),
+            spans=outcome.traces.sessions if outcome.traces else None,
+            err=make_console(stderr=True),
+        )
+    except OutputError as exc:
+        raise click.FileError(str(exc.path), hint=exc.reason) from None
     if outcome.recorded:
         console.print(f"[dim]recorded as run {outcome.run_id} (assay show {outcome.run_id})[/]")
-    source = outcome.run_id if outcome.recorded else output_path
-    if source and not html_path:
+    source = outcome.run_id if outcome.recorded else outputs.results
+    if source and not outputs.html:
         command = f"{_invoked_as()} report {source} --html report.html"
         console.print(f"HTML report: {escape(command)}")
-    unevaluated = _unevaluated_in_passed_cases(results)
-    if unevaluated:
+    if published.unevaluated:
         console.print(
-            f"[yellow]{unevaluated} metric(s) in passing cases were not evaluated "
+            f"[yellow]{published.unevaluated} metric(s) in passing cases were not evaluated "
             "(see why in the table); the run does not count as passed[/]"
         )
-    clean = summary.failed == 0 and summary.not_evaluated == 0 and unevaluated == 0
-    sys.exit(EXIT_OK if clean else EXIT_FAILED)
+    sys.exit(EXIT_OK if published.clean else EXIT_FAILED)
 
 
-def _export_verdicts(url: str, results: Sequence[EvalSetResult], traces: Traces | None) -> None:
-    """Each verdict sent to ``url``, about its case's session's root span (if any); a failure is
-    one warning, the results and exit code as they are."""
-    from assay.report import otel_events as otel
+def _outputs(params: dict[str, Any]) -> Outputs:
+    """Where the results go (``--output``, the reports, ``--export-verdicts``)."""
 
-    err = make_console(stderr=True)
-    warn = lambda message: err.print(f"[yellow]warning:[/] {escape(message)}")  # noqa: E731
-    exporter = otel.VerdictExporter(url, headers=otel.otlp_headers(os.environ), warn=warn)
-    unparented = exporter.add_all(otel.case_targets(results, traces.sessions if traces else {}))
-    exporter.close()
-    if not exporter.failed:
-        without = f" ({unparented} case(s) without a span)" if unparented else ""
-        err.print(f"{exporter.sent} verdict(s) exported to {escape(exporter.where)}{without}")
+    def path(option: str) -> Path | None:
+        return Path(params[option]) if params[option] else None
+
+    return Outputs(
+        results=path("output_path"),
+        html=path("html_path"),
+        junit=path("junit_path"),
+        markdown=path("markdown_path"),
+        export_url=params["export_url"] or None,
+    )
 
 
 def _inputs(params: dict[str, Any]) -> EvalInputs:

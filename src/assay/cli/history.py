@@ -6,7 +6,6 @@ How a run records itself, and resumes one, is :mod:`assay.runner.recording`.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,10 +19,9 @@ from assay.history.adk_import import import_files
 from assay.history.records import RunInfo, default_history_path
 from assay.history.sources import results_for
 from assay.history.store import HistoryStore
-from assay.metrics.base import EvalStatus
 from assay.report.console import MAX_CASES, MAX_CASES_HELP, print_results
 from assay.report.fit import Column, fit, fitted_table
-from assay.results.model import EvalSetResult, RunSummary
+from assay.results.collected import run_summary
 
 _HISTORY_FILE_HELP = "The run history (default: $ASSAY_HISTORY, else .assay/history.sqlite)."
 
@@ -128,30 +126,8 @@ def show_command(run: str, detailed: bool, max_cases: int, history_file: str | N
     results = results_for(run, path)
     if not Path(run).is_file():
         _print_run_header(console, path, run)
-    summary = _summary(results)
+    summary = run_summary(results)
     print_results(console, results, summary, detailed=detailed, max_cases=max_cases)
-
-
-def _summary(results: Sequence[EvalSetResult]) -> RunSummary:
-    """The run's counts: a set read from the history (its cases read from the file on each
-    pass) gives the counts recorded with it, where they count all its cases; the others are
-    counted."""
-    total = RunSummary()
-    for result in results:
-        cases = result.eval_case_results
-        recorded = result.assay.summary if result.assay is not None else None
-        if isinstance(cases, list) or recorded is None or recorded.total != len(cases):
-            counted = Counter(case.final_eval_status for case in cases)
-            passed, failed = counted[EvalStatus.PASSED], counted[EvalStatus.FAILED]
-            recorded = RunSummary(
-                passed=passed, failed=failed, not_evaluated=len(cases) - passed - failed
-            )
-        total = RunSummary(
-            passed=total.passed + recorded.passed,
-            failed=total.failed + recorded.failed,
-            not_evaluated=total.not_evaluated + recorded.not_evaluated,
-        )
-    return total
 
 
 def _print_run_header(console: Console, path: Path, ref: str) -> None:

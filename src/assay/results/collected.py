@@ -32,7 +32,7 @@ import pydantic_core
 from assay._internal.spill import Spill, SpilledSequence, shared_spill
 from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
-from assay.results.model import SIMULATOR, EvalCaseResult, RunSummary
+from assay.results.model import SIMULATOR, EvalCaseResult, EvalSetResult, RunSummary, summarize
 
 KEEP_CASES = 2000
 """Case results of one set held as models before they are spilled (``ASSAY_KEEP_CASES``)."""
@@ -229,3 +229,35 @@ class CaseResults(Sequence[EvalCaseResult]):
     def __repr__(self) -> str:
         where = "spilled" if self.spilled else "held"
         return f"<{self._count} case results, {where}>"
+
+
+def run_summary(results: Sequence[EvalSetResult]) -> RunSummary:
+    """The whole run's counts: a set's recorded summary where it counts all its cases (counted
+    as the run went, or read from the history with it), else its cases counted now."""
+    total = RunSummary()
+    for result in results:
+        cases = result.eval_case_results
+        recorded = result.assay.summary if result.assay is not None else None
+        if isinstance(cases, list) or recorded is None or recorded.total != len(cases):
+            recorded = summarize(cases)
+        total = RunSummary(
+            passed=total.passed + recorded.passed,
+            failed=total.failed + recorded.failed,
+            not_evaluated=total.not_evaluated + recorded.not_evaluated,
+        )
+    return total
+
+
+def unevaluated_in_passed(results: Sequence[EvalSetResult]) -> int:
+    """Applicable metrics not evaluated in cases that still passed (ADK counts the case as
+    passed; a CI gate does not): counted as the run went, or else now."""
+    return sum(
+        cases.unevaluated_in_passed
+        if isinstance(cases := result.eval_case_results, CaseResults)
+        else sum(
+            len(case.unevaluated_metrics())
+            for case in cases
+            if case.final_eval_status is EvalStatus.PASSED
+        )
+        for result in results
+    )
