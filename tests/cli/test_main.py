@@ -492,7 +492,7 @@ HEAVY = (
 
 COMMAND_NAMES = [
     "compare", "eval", "import", "judge", "metrics", "receive", "report", "runs", "show", "traces",
-    "validate",
+    "validate", "view",
 ]  # fmt: skip
 
 COMMAND_MODULES = {
@@ -506,6 +506,7 @@ COMMAND_MODULES = {
     "assay.cli.report",
     "assay.cli.traces",
     "assay.cli.validate",
+    "assay.cli.view",
 }
 """The modules of assay's commands (and what only they use)."""
 

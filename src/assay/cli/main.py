@@ -77,6 +77,11 @@ COMMANDS = {
         "assay.cli.validate:validate_command",
         "Check eval sets and EvalConfig files, reporting every problem found.",
     ),
+    "view": LazyCommand(
+        "assay.cli.view:view_command",
+        "Serve the run history as pages on this machine: runs, cases, comparisons, judge cards, "
+        "and labelling of judged verdicts; a run in progress appears as its cases finish.",
+    ),
 }
 """Every command, by name: where it lives and its summary (kept equal to its help by a test)."""
 

@@ -1,0 +1,7 @@
+"""The view's runs pages (to be written)."""
+
+from __future__ import annotations
+
+from starlette.routing import BaseRoute
+
+routes: list[BaseRoute] = []
