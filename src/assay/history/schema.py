@@ -1,6 +1,6 @@
 """The run history's SQL schema, and what each version added.
 
-Schema version 4 (``PRAGMA user_version``):
+Schema version 5 (``PRAGMA user_version``):
 
 ``runs``
     one row per run: id (``20261122-041500-ab12``: UTC start time and four random hex digits, so
@@ -31,15 +31,20 @@ Schema version 4 (``PRAGMA user_version``):
     one row per judge card (``assay judge agree``, :mod:`assay.agreement.cards`): when it was
     measured, the judge model, criterion and prompt version it is looked up by, and the card
     itself as JSON.
+``labels``
+    one row per person's label on a judged unit (``assay view``, :mod:`assay.history.labels`):
+    the run, eval set, case and run number, the criterion, the turn (from 1), the rubric (``''``
+    for none) and sentence (0 for none), who labelled it, the label, a one-line reason and when;
+    one per unit and labeller (a new label replaces the old), indexed by run and criterion.
 
 A file of an older version is upgraded in place when it is opened: every table is created if it
-is missing, nothing is changed in those that exist. Schema version 3 had no ``blob_parts``.
+is missing, nothing is changed in those that exist. Schema version 4 had no ``labels``. Schema version 3 had no ``blob_parts``.
 Schema version 2 had no ``judge_cards``.
 Schema version 1 had no ``run_metrics``, ``run_inputs`` or ``blobs`` and stored each case
 result as full JSON; such a file is upgraded in place and its case results read as they are.
 """
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -113,4 +118,21 @@ CREATE TABLE IF NOT EXISTS judge_cards (
 );
 CREATE INDEX IF NOT EXISTS judge_cards_key
     ON judge_cards (judge_model, criterion, prompt_version, created);
+CREATE TABLE IF NOT EXISTS labels (
+    run_id TEXT NOT NULL,
+    eval_set_id TEXT NOT NULL,
+    eval_id TEXT NOT NULL,
+    run_number INTEGER NOT NULL,
+    criterion TEXT NOT NULL,
+    invocation INTEGER NOT NULL,
+    rubric TEXT NOT NULL,
+    sentence INTEGER NOT NULL,
+    labeller TEXT NOT NULL,
+    label TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (run_id, eval_set_id, eval_id, run_number, criterion, invocation, rubric,
+                 sentence, labeller)
+);
+CREATE INDEX IF NOT EXISTS labels_criterion ON labels (criterion, run_id);
 """

@@ -6,7 +6,8 @@ survives the process being killed (only a power cut may lose the last commits), 
 (``assay runs`` while a run goes on) never block the writer.
 
 The tables, and what each schema version added, are in :mod:`assay.history.schema`.
-The judge cards it keeps are read and written by :mod:`assay.history.cards`.
+The judge cards it keeps are read and written by :mod:`assay.history.cards`, people's labels
+by :mod:`assay.history.labels` (:attr:`HistoryStore.labels`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from assay.errors import InputError
 from assay.history.cards import CardKey, JudgeCards
 from assay.history.compact import Header, Inputs, RecordError, decode, may_need_inputs, parse_header
 from assay.history.inputs import InputFile, PackedInput, keep_blob, load_stored, place, unpack
+from assay.history.labels import Labels
 from assay.history.records import (
     CaseRow,
     HistoryError,
@@ -75,6 +77,8 @@ class HistoryStore:
         self._db: sqlite3.Connection | None = None
         self._lock = threading.RLock()
         self._cards = JudgeCards(self._read, self._write)
+        self.labels = Labels(self._read, self._write)
+        """People's labels on the runs' judged units (:mod:`assay.history.labels`)."""
 
     def __enter__(self) -> HistoryStore:
         return self
