@@ -25,6 +25,7 @@ import yaml
 from assay.agreement import agree
 from assay.agreement.labels import LABEL_SETS, Label, LabelledRun, label_set, labelling
 from assay.agreement.stats import Agreement, agreement
+from assay.errors import AssayError
 from assay.evalset import Invocation
 from assay.history.labels import StoredLabel
 from assay.results.keys import CaseKey
@@ -284,7 +285,7 @@ def people_agreement(labels: Sequence[StoredLabel]) -> list[PeopleAgreement]:
     return found
 
 
-class ExportError(Exception):
+class ExportError(AssayError):
     """Why a run's labels cannot be exported (no labels; no stored inputs)."""
 
 
