@@ -237,3 +237,20 @@ def test_hostile_case_text_is_escaped_on_the_run_page(client: httpx.Client, runs
     assert "<img src=x" not in page and "<script>window" not in page
     assert "&lt;img src=x onerror=" in page
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in page  # the case's reason
+
+
+def test_the_view_indexes_the_newest_runs_as_it_starts_and_none_when_told_not_to(
+    runs: Runs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assay.view.queries import Queries, warm
+
+    with HistoryStore(runs.history) as store:
+        warmed = Queries(store)
+        warm(warmed)
+        monkeypatch.setenv("ASSAY_VIEW_WARM_RUNS", "0")
+        cold = Queries(store)
+        warm(cold)
+
+    assert list(warmed._indexes) == [runs.running, runs.big]  # the two newest, newest first
+    assert len(warmed._indexes[runs.big][0]) == CASES
+    assert not cold._indexes

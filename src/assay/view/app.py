@@ -8,6 +8,7 @@ is read as it grows).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,6 +21,7 @@ from starlette.staticfiles import StaticFiles
 from assay.history.store import HistoryStore
 from assay.view.context import View, ViewSettings
 from assay.view.pages import cards, case, compare, labels, live, run, runs
+from assay.view.queries import Queries, warm
 from assay.view.security import Guard, GuardMiddleware
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -40,8 +42,11 @@ def make_app(settings: ViewSettings, guard: Guard | None = None) -> Starlette:
     guard = guard or Guard(key=settings.key)
     view = View(settings, guard, HistoryStore(settings.history))
 
+    queries = Queries(view.store)
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        threading.Thread(target=warm, args=(queries,), name="assay-view-warm", daemon=True).start()
         yield
         view.store.close()
 
@@ -51,4 +56,5 @@ def make_app(settings: ViewSettings, guard: Guard | None = None) -> Starlette:
         lifespan=lifespan,
     )
     app.state.view = view
+    app.state.run_queries = queries
     return app

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import socket
 import sqlite3
 import threading
@@ -441,3 +442,27 @@ def all_runs(path: Path) -> tuple[list[RunInfo], dict[str, dict[str, tuple[int, 
                 )
             }
     return runs, counts
+
+
+WARMED_RUNS = 2
+"""The newest runs whose indexes the view builds as it starts (``ASSAY_VIEW_WARM_RUNS``; 0: none)."""
+
+
+def warm(queries: Queries, runs: int | None = None) -> None:
+    """Build the indexes of the newest ``runs`` runs (what a person opens first), so their run
+    page's first screen does not wait for the whole run to be read; any error is left for the
+    page to report."""
+    if runs is None:
+        raw = os.environ.get("ASSAY_VIEW_WARM_RUNS", "").strip()
+        runs = int(raw) if raw.isdigit() else WARMED_RUNS
+    if runs <= 0:
+        return
+    try:
+        with reading(queries.path) as db:
+            rows = db.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY started DESC, id DESC LIMIT ?", (runs,)
+            ).fetchall()
+        for row in rows:
+            queries.index(_run_info(row))
+    except (HistoryError, sqlite3.Error, ValueError):
+        return
