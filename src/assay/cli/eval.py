@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from assay.cli.diagnoses import check_sources
+from assay.cli.eval_view import viewing
 from assay.cli.history import max_cases_option
 from assay.cli.judge_check import StoppedJudges
 from assay.cli.output import EXIT_FAILED, EXIT_OK, make_console
@@ -309,6 +310,20 @@ def _heartbeat_s() -> float:
     help="The run history (default: $ASSAY_HISTORY, else history.sqlite beside the cache).",
 )
 @click.option(
+    "--view",
+    is_flag=True,
+    help="Watch the run live in `assay view` (served on 127.0.0.1; its URL is printed, and "
+    "opened where there is a display); on a terminal it goes on serving after the run until "
+    "Ctrl-C. Needs the run history and the view extra (docs/view.md).",
+)
+@click.option(
+    "--view-port",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="With --view: the port to serve on (0: any free port).",
+)
+@click.option(
     "--resume",
     metavar="RUN",
     help="Continue a recorded run (its id, or latest) with the same eval sets and options: "
@@ -336,37 +351,38 @@ def eval_command(eval_sets: tuple[str, ...], **params: Any) -> None:
     inputs = _inputs(params)
     options = _options(params)
     console = make_console()
-    shown = _Shown(console, params["show_progress"], options, params["history_file"])
-    outcome = run_eval_sets(eval_sets, inputs, options, shown.hooks())
-    if path := params["save_traces_path"]:
-        kept = [recorded_inference(case) for case in outcome.kept]
-        write_traces(Path(path), [*kept, *shown.saved])
-        console.print(f"traces written to {escape(path)}")
-    outputs = _outputs(params)
-    try:
-        published = publish(
-            console,
-            outcome.results,
-            outputs,
-            table=Table(params["print_detailed_results"], params["max_cases"]),
-            after_table=lambda: shown.stopped.report(console),
-            spans=outcome.traces.sessions if outcome.traces else None,
-            err=make_console(stderr=True),
-        )
-    except OutputError as exc:
-        raise click.FileError(str(exc.path), hint=exc.reason) from None
-    if outcome.recorded:
-        console.print(f"[dim]recorded as run {outcome.run_id} (assay show {outcome.run_id})[/]")
-    source = outcome.run_id if outcome.recorded else outputs.results
-    if source and not outputs.html:
-        command = f"{_invoked_as()} report {source} --html report.html"
-        console.print(f"HTML report: {escape(command)}")
-    if published.unevaluated:
-        console.print(
-            f"[yellow]{published.unevaluated} metric(s) in passing cases were not evaluated "
-            "(see why in the table); the run does not count as passed[/]"
-        )
-    sys.exit(EXIT_OK if published.clean else EXIT_FAILED)
+    with viewing(params, console) as view:  # --view: the run watched in `assay view`
+        shown = _Shown(console, params["show_progress"], options, params["history_file"])
+        outcome = run_eval_sets(eval_sets, inputs, options, view.hooks(shown.hooks()))
+        if path := params["save_traces_path"]:
+            kept = [recorded_inference(case) for case in outcome.kept]
+            write_traces(Path(path), [*kept, *shown.saved])
+            console.print(f"traces written to {escape(path)}")
+        outputs = _outputs(params)
+        try:
+            published = publish(
+                console,
+                outcome.results,
+                outputs,
+                table=Table(params["print_detailed_results"], params["max_cases"]),
+                after_table=lambda: shown.stopped.report(console),
+                spans=outcome.traces.sessions if outcome.traces else None,
+                err=make_console(stderr=True),
+            )
+        except OutputError as exc:
+            raise click.FileError(str(exc.path), hint=exc.reason) from None
+        if outcome.recorded:
+            console.print(f"[dim]recorded as run {outcome.run_id} (assay show {outcome.run_id})[/]")
+        source = outcome.run_id if outcome.recorded else outputs.results
+        if source and not outputs.html:
+            command = f"{_invoked_as()} report {source} --html report.html"
+            console.print(f"HTML report: {escape(command)}")
+        if published.unevaluated:
+            console.print(
+                f"[yellow]{published.unevaluated} metric(s) in passing cases were not evaluated "
+                "(see why in the table); the run does not count as passed[/]"
+            )
+        sys.exit(EXIT_OK if published.clean else EXIT_FAILED)
 
 
 def _outputs(params: dict[str, Any]) -> Outputs:

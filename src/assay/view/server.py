@@ -74,6 +74,11 @@ class ViewServer:
             time.sleep(0.01)
         return self
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 1.0) -> None:
+        """Stop serving: open event streams are given ``grace_s`` to end by themselves (a run
+        just finished sends its ``end``), then closed, so uvicorn does not wait on them."""
+        from assay.view.pages.live import close_streams
+
+        close_streams(self.app, grace_s)
         self.server.should_exit = True
         self.thread.join(timeout=10)
