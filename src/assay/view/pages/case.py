@@ -21,10 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from assay.agreement.cards import attach_agreement
+from assay.config import EvalConfig
 from assay.evalset.invocation import Invocation
 from assay.history.records import HistoryError, RunInfo
 from assay.metrics.notes import InvocationNotes, JudgeSample
@@ -308,7 +311,33 @@ def _set_result(view: View, run: RunInfo, set_id: str) -> EvalSetResult | None:
         "SELECT header FROM run_sets WHERE run_id = ? AND eval_set_id = ? ORDER BY position",
         (run.id, set_id),
     )
-    return EvalSetResult.model_validate_json(rows[0][0]) if rows else None
+    if not rows:
+        return None
+    found = EvalSetResult.model_validate_json(rows[0][0])
+    _agreement_now(view, run, found)
+    return found
+
+
+def _agreement_now(view: View, run: RunInfo, result: EvalSetResult) -> None:
+    """The judges' agreement with people as the history's cards say it now (a card made from
+    this view's labels after the run shows at once), where the run's criteria are recorded;
+    else the figures recorded with the run stay."""
+    sets = run.config.get("sets") if isinstance(run.config, dict) else None
+    criteria = next(
+        (
+            entry.get("criteria")
+            for entry in sets or []
+            if isinstance(entry, dict) and entry.get("eval_set_id") == result.eval_set_id
+        ),
+        None,
+    )
+    if not isinstance(criteria, dict):
+        return
+    try:
+        config = EvalConfig.model_validate({"criteria": criteria})
+        attach_agreement([result], [config], view.settings.history)
+    except (ValidationError, HistoryError, ValueError):
+        return
 
 
 def _neighbours(view: View, run: RunInfo, key: CaseKey) -> tuple[int, int, str | None, str | None]:
