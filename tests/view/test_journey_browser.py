@@ -127,8 +127,10 @@ def test_a_person_filters_opens_labels_exports_and_sees_the_judges_new_card(
     browser.find_element(By.ID, "run-agree").click()
     _wait(
         browser,
-        lambda b: b.find_elements(By.CSS_SELECTOR, "table.cards tr[data-card]")
-        or b.find_elements(By.CSS_SELECTOR, "p.problem"),
+        lambda b: (
+            b.find_elements(By.CSS_SELECTOR, "table.cards tr[data-card]")
+            or b.find_elements(By.CSS_SELECTOR, "p.problem")
+        ),
         60,
     )
     assert not browser.find_elements(By.CSS_SELECTOR, "p.problem")
