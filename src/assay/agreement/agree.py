@@ -187,7 +187,8 @@ def compare(run: LabelledRun, results: dict[str, EvalSetResult]) -> AgreeReport:
         for name, result in results.items()
     }
     compared = tuple(
-        _judged(run, label, cases.get(label.criterion, {}).get(label.case)) for label in run.labels
+        judged_unit(run, label, cases.get(label.criterion, {}).get(label.case))
+        for label in run.labels
     )
     by_criterion = {}
     for name in dict.fromkeys(label.criterion for label in run.labels):
@@ -219,7 +220,10 @@ def _side(unit: Compared, label: str) -> str:
     return "positive" if label == unit.positive else "negative"
 
 
-def _judged(run: LabelledRun, label: Label, case: EvalCaseResult | None) -> Compared:
+def judged_unit(run: LabelledRun, label: Label, case: EvalCaseResult | None) -> Compared:
+    """``label`` beside what the judge said of its unit in ``case`` (the recorded result): the
+    judge's label, its probability and its note; the view reads a unit's judge label here too,
+    so the two never differ."""
     if case is None:
         return Compared(label, None, "the case was not scored")
     turn = turn_index(run.invocations(label.case), label.invocation)
@@ -230,7 +234,7 @@ def _judged(run: LabelledRun, label: Label, case: EvalCaseResult | None) -> Comp
     reason = case.assay.metric_reasons.get(label.criterion) or case.assay.reason or ""
     if found is None:
         return Compared(label, None, reason or "the metric gave no result for the turn")
-    notes = _notes(case, label.criterion, row.actual_invocation.invocation_id, turn)
+    notes = invocation_notes(case, label.criterion, row.actual_invocation.invocation_id, turn)
     how = _declared(label.criterion)
     if how.unit == "sentence" and label.sentence is not None:
         return _sentence(label, notes, reason)
@@ -268,9 +272,10 @@ def decision_threshold(run: LabelledRun, criterion: str) -> float:
     return run.config.criteria[criterion].threshold if threshold is None else threshold
 
 
-def _notes(
+def invocation_notes(
     case: EvalCaseResult, criterion: str, invocation_id: str, turn: int
 ) -> InvocationNotes | None:
+    """The metric's notes on one turn of ``case`` (by invocation id, else by its place)."""
     metric = case.assay.metrics.get(criterion)
     entries = metric.per_invocation if metric else []
     same = [n for n in entries if invocation_id and n.invocation_id == invocation_id]
@@ -410,7 +415,8 @@ def _answer_probability(criterion: str, notes: InvocationNotes | None) -> float 
     return min(values) if values else None
 
 
-def _sentences(notes: InvocationNotes | None) -> list[dict[str, Any]]:
+def judged_sentences(notes: InvocationNotes | None) -> list[dict[str, Any]]:
+    """The sentences the hallucinations judge split a turn's answer into, with its verdicts."""
     details = notes.details if notes else None
     return [
         sentence
@@ -420,14 +426,14 @@ def _sentences(notes: InvocationNotes | None) -> list[dict[str, Any]]:
 
 
 def _first_unsupported(how: Labelling, notes: InvocationNotes | None) -> str:
-    for sentence in _sentences(notes):
+    for sentence in judged_sentences(notes):
         if sentence.get("label") not in how.positive:
             return f"{sentence.get('label')}: {sentence.get('sentence', '')}"
     return ""
 
 
 def _sentence(label: Label, notes: InvocationNotes | None, reason: str) -> Compared:
-    sentences = _sentences(notes)
+    sentences = judged_sentences(notes)
     chosen = _pick(sentences, label.sentence)
     if chosen is None:
         split = "; ".join(json.dumps(s.get("sentence", "")) for s in sentences) or "none"

@@ -311,6 +311,12 @@ class HistoryStore:
 
     # -- reading --------------------------------------------------------------------------
 
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one read of the history's tables (``schema.py`` documents them), through
+        the store's guarded connection: for readers that need a few keyed rows where the typed
+        methods would read a whole run (the view's pages)."""
+        return self._read(sql, params)
+
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
             with self._lock:

@@ -80,7 +80,7 @@ _CARD_ROWS = "SELECT id, card FROM judge_cards"
 
 def card_rows(store: HistoryStore, limit: int | None = None) -> list[CardRow]:
     """The history's judge cards with their ids, newest first (as ``assay judge cards``)."""
-    rows = store._read(  # the store keeps the cards' SQL; it gives no ids (yet)
+    rows = store.query(  # the cards with their ids, which the typed methods do not give
         f"{_CARD_ROWS} ORDER BY created DESC, id DESC LIMIT ?", (-1 if limit is None else limit,)
     )
     return [CardRow(int(row[0]), JudgeCard.model_validate_json(str(row[1]))) for row in rows]
@@ -88,14 +88,14 @@ def card_rows(store: HistoryStore, limit: int | None = None) -> list[CardRow]:
 
 def card_row(store: HistoryStore, card_id: int) -> CardRow | None:
     """The card of that id; None when there is none."""
-    rows = store._read(f"{_CARD_ROWS} WHERE id = ?", (card_id,))
+    rows = store.query(f"{_CARD_ROWS} WHERE id = ?", (card_id,))
     if not rows:
         return None
     return CardRow(int(rows[0][0]), JudgeCard.model_validate_json(str(rows[0][1])))
 
 
 def _newest_id(store: HistoryStore) -> int:
-    rows = store._read("SELECT COALESCE(MAX(id), 0) FROM judge_cards", ())
+    rows = store.query("SELECT COALESCE(MAX(id), 0) FROM judge_cards", ())
     return int(rows[0][0])
 
 

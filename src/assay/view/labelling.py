@@ -179,8 +179,8 @@ def _places(run_id: str, case: CaseKey, result: EvalCaseResult, criterion: str) 
             found += [replace(base, rubric=rubric) for rubric in rubrics]
         elif how.unit == "sentence":
             invocation_id = rows[turn].actual_invocation.invocation_id
-            notes = agree._notes(result, criterion, invocation_id, turn)
-            sentences = agree._sentences(notes)
+            notes = agree.invocation_notes(result, criterion, invocation_id, turn)
+            sentences = agree.judged_sentences(notes)
             found += [
                 replace(base, sentence=number, sentence_text=str(s.get("sentence", "")))
                 for number, s in enumerate(sentences, 1)
@@ -201,7 +201,7 @@ def _with_judge(recorded: LabelledRun, unit: Unit, result: EvalCaseResult) -> Un
         rubric=unit.rubric,
         sentence=unit.sentence,
     )
-    compared = agree._judged(recorded, label, result)
+    compared = agree.judged_unit(recorded, label, result)
     return replace(
         unit,
         judge_label=compared.judge,

@@ -293,7 +293,7 @@ def card_id(view: View, metric: str, info: JudgeInfo) -> int | None:
     model = info.judge_model or info.model
     if found is None or found.bundled or model is None:
         return None
-    rows = view.store._read(
+    rows = view.store.query(
         "SELECT id, created FROM judge_cards WHERE judge_model = ? AND criterion = ? "
         "AND prompt_version = ? ORDER BY created DESC, id DESC",
         (model, metric, found.prompt_version),
@@ -307,7 +307,7 @@ def card_id(view: View, metric: str, info: JudgeInfo) -> int | None:
 def _set_result(view: View, run: RunInfo, set_id: str) -> EvalSetResult | None:
     """The header of the run's result for ``set_id`` (its judges and their agreement figures),
     without its cases; None for a run that did not finish (no header was stored)."""
-    rows = view.store._read(  # one row by key, where store.results would list every case
+    rows = view.store.query(  # one row by key, where store.results would list every case
         "SELECT header FROM run_sets WHERE run_id = ? AND eval_set_id = ? ORDER BY position",
         (run.id, set_id),
     )
@@ -344,7 +344,7 @@ def _neighbours(view: View, run: RunInfo, key: CaseKey) -> tuple[int, int, str |
     """The case's place in the run's order (the order its cases were recorded, from 1), the
     count, and the previous and next cases' addresses: a few indexed queries, so a page of a
     50,000-case run reads no more of it than its neighbours."""
-    read = view.store._read  # the store's guarded connection; no public query gives neighbours
+    read = view.store.query  # a few keyed rows: the typed methods would read the whole run
     found = read(
         "SELECT rowid FROM case_results WHERE run_id = ? AND eval_set_id = ? AND eval_id = ? "
         "AND run_number = ?",
