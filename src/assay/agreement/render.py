@@ -164,7 +164,7 @@ def figures_table(rows: Sequence[tuple[str, Agreement]], width: int) -> Table:
     return table
 
 
-def _rows(name: str, found: Agreement) -> list[str]:
+def people_rows(name: str, found: Agreement) -> list[str]:
     """People's labels in the criterion's order (the positive first), then any other given: per
     answer or per sentence, as the labels were given."""
     by_answer = ANSWER_LABELS.get(name, ())
@@ -173,20 +173,20 @@ def _rows(name: str, found: Agreement) -> list[str]:
     return [*dict.fromkeys([*LABEL_SETS.get(name, ()), *found.confusion])]
 
 
-def _columns(name: str, found: Agreement) -> list[str]:
+def judge_columns(name: str, found: Agreement) -> list[str]:
     """The judge's labels: the criterion's, any other it gave, and ``none`` where it gave none."""
     seen = {said for row in found.confusion.values() for said in row}
-    labels = dict.fromkeys([*_rows(name, found), *sorted(seen - {NO_LABEL})])
+    labels = dict.fromkeys([*people_rows(name, found), *sorted(seen - {NO_LABEL})])
     return [*labels, *([NO_LABEL] if NO_LABEL in seen else [])]
 
 
 def _confusion(name: str, found: Agreement) -> Table:
-    columns = _columns(name, found)
+    columns = judge_columns(name, found)
     table = Table()  # titled by the line above it, which wraps at the console's width
     table.add_column("", no_wrap=True)
     for column in columns:
         table.add_column(escape(column), justify="right")
-    for person in _rows(name, found):
+    for person in people_rows(name, found):
         row = found.confusion.get(person, {})
         if row:
             table.add_row(escape(person), *(str(row.get(column, 0)) for column in columns))
@@ -223,7 +223,10 @@ def cards_table(cards: Sequence[JudgeCard]) -> Table:
 
 
 @dataclass(frozen=True)
-class _Figures:
+class Figures:
+    """One criterion's figures as the pages show them (``assay judge agree --html``, the
+    view's card pages)."""
+
     name: str
     judge: str
     labels: int
@@ -235,14 +238,18 @@ class _Figures:
 
 
 @dataclass(frozen=True)
-class _Confusion:
+class Confusion:
+    """People's labels (rows) against the judge's (columns), counted."""
+
     name: str
     columns: list[str]
     rows: list[tuple[str, list[int]]]
 
 
 @dataclass(frozen=True)
-class _Disagreement:
+class Disagreement:
+    """One unit where the judge and a person differ, as the pages list it."""
+
     criterion: str
     where: str
     person: str
@@ -252,8 +259,9 @@ class _Disagreement:
     note: str
 
 
-def _figures(name: str, judge: str, found: Agreement) -> _Figures:
-    return _Figures(
+def figures_of(name: str, judge: str, found: Agreement) -> Figures:
+    """``found``'s figures for criterion ``name`` judged by ``judge``, in words."""
+    return Figures(
         name,
         judge,
         found.pairs,
@@ -268,23 +276,23 @@ def _figures(name: str, judge: str, found: Agreement) -> _Figures:
 def render_agreement_html(report: AgreeReport, *, labels: str | None = None) -> str:
     """The report as one self-contained HTML page (``assay judge agree --html``)."""
     figures = [
-        _figures(name, report.judges.get(name, ""), found)
+        figures_of(name, report.judges.get(name, ""), found)
         for name, found in report.by_criterion.items()
     ]
     confusions = [
-        _Confusion(
+        Confusion(
             name,
-            _columns(name, found),
+            judge_columns(name, found),
             [
-                (person, [found.confusion[person].get(c, 0) for c in _columns(name, found)])
-                for person in _rows(name, found)
+                (person, [found.confusion[person].get(c, 0) for c in judge_columns(name, found)])
+                for person in people_rows(name, found)
                 if found.confusion.get(person)
             ],
         )
         for name, found in report.by_criterion.items()
     ]
     wrong = [
-        _Disagreement(
+        Disagreement(
             unit.label.criterion,
             where(unit),
             unit.label.label,
@@ -303,7 +311,7 @@ def render_agreement_html(report: AgreeReport, *, labels: str | None = None) -> 
             generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             labels=labels,
             figures=figures,
-            overall=_figures("overall", "", report.overall),
+            overall=figures_of("overall", "", report.overall),
             confusions=confusions,
             disagreements=wrong,
             total=len(report.compared),

@@ -31,12 +31,12 @@ from assay.agreement.agree import AgreeReport
 from assay.agreement.align import FOLDS, STABLE_SPREAD, Fitted
 from assay.agreement.cards import JudgeCard
 from assay.agreement.render import (
-    _columns,
-    _Confusion,
-    _Disagreement,
-    _figures,
-    _rows,
+    Confusion,
+    Disagreement,
     confidence,
+    figures_of,
+    judge_columns,
+    people_rows,
     where,
     worst_first,
 )
@@ -105,19 +105,19 @@ def _card_agreement(card: JudgeCard) -> Agreement:
     )
 
 
-def _confusion(name: str, found: Agreement) -> _Confusion:
-    columns = _columns(name, found)
+def _confusion(name: str, found: Agreement) -> Confusion:
+    columns = judge_columns(name, found)
     rows = [
         (person, [found.confusion[person].get(column, 0) for column in columns])
-        for person in _rows(name, found)
+        for person in people_rows(name, found)
         if found.confusion.get(person)
     ]
-    return _Confusion(name, columns, rows)
+    return Confusion(name, columns, rows)
 
 
-def _disagreements(report: AgreeReport, criteria: set[str] | None = None) -> list[_Disagreement]:
+def _disagreements(report: AgreeReport, criteria: set[str] | None = None) -> list[Disagreement]:
     return [
-        _Disagreement(
+        Disagreement(
             unit.label.criterion,
             where(unit),
             unit.label.label,
@@ -136,8 +136,8 @@ def report_sections(report: AgreeReport) -> Markup:
     --html``'s sections (rendered from its own autoescaped template)."""
     found = report.by_criterion.items()
     html = _SECTIONS.get_template("agree_sections.html.j2").render(
-        figures=[_figures(name, report.judges.get(name, ""), a) for name, a in found],
-        overall=_figures("overall", "", report.overall),
+        figures=[figures_of(name, report.judges.get(name, ""), a) for name, a in found],
+        overall=figures_of("overall", "", report.overall),
         confusions=[_confusion(name, a) for name, a in found],
         disagreements=_disagreements(report),
         total=len(report.compared),
@@ -154,7 +154,7 @@ def card_sections(card: JudgeCard, report: AgreeReport | None) -> Markup:
     wrong = None if report is None else _disagreements(report, {card.criterion})
     total = sum(1 for u in report.compared if u.label.criterion == card.criterion) if report else 0
     html = _SECTIONS.get_template("agree_sections.html.j2").render(
-        figures=[_figures(card.criterion, card.judge, found)],
+        figures=[figures_of(card.criterion, card.judge, found)],
         overall=None,
         confusions=[_confusion(card.criterion, found)],
         disagreements=wrong,
