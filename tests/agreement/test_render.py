@@ -94,12 +94,12 @@ def test_the_page_lists_every_disagreement_worst_first_and_escapes_every_text() 
 
 
 def test_an_answer_labelled_criterion_has_only_answer_labels_in_its_confusion_table() -> None:
-    from assay.agreement.render import _columns, _rows
+    from assay.agreement.render import judge_columns, people_rows
     from assay.agreement.stats import agreement
 
     found = agreement(
         [("grounded", "grounded"), ("ungrounded", "grounded"), ("grounded", None)],
         positive="grounded",
     )
-    assert _rows("hallucinations_v1", found) == ["grounded", "ungrounded"]
-    assert _columns("hallucinations_v1", found) == ["grounded", "ungrounded", "none"]
+    assert people_rows("hallucinations_v1", found) == ["grounded", "ungrounded"]
+    assert judge_columns("hallucinations_v1", found) == ["grounded", "ungrounded", "none"]
