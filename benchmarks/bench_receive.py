@@ -12,7 +12,9 @@ deterministic criterion (``tool_trajectory_avg_score``: NOT_EVALUATED without an
 the informational counts are what is computed), recording it in the history.
 
 Printed: spans/s acknowledged (all export calls returned 200), spans/s scored and recorded (the
-last session recorded), the receiver's peak RSS (VmHWM of this process), and the load average.
+last session recorded), the receiver's CPU seconds over that time (all its threads; on a busy
+machine the figure that moves least), its peak RSS (VmHWM of this process), and the load
+average.
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ def main(sessions: int = 400, per_session: int = 50) -> None:
     assert sender.stdin is not None and sender.stdout is not None
     assert sender.stdout.readline().strip() == "ready"
     load = os.getloadavg()[0]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     sender.stdin.write("go\n")
     sender.stdin.flush()
     sent = float(sender.stdout.readline())
@@ -109,13 +111,14 @@ def main(sessions: int = 400, per_session: int = 50) -> None:
         if receiver.run.cases != seen:
             seen, quiet = receiver.run.cases, time.perf_counter()
         time.sleep(0.05)
-    scored = time.perf_counter() - started
+    scored, cpu = time.perf_counter() - started, time.process_time() - cpu
     serving_rss = _peak_rss_mb()
     receiver.stop()  # marks the run finished: reads every case back (the history's doing)
     total = sessions * per_session
     print(f"{total} spans, {sessions} sessions, sender in a subprocess: acknowledged in "
           f"{sent:.1f} s ({total / sent:,.0f} spans/s); all scored and recorded in {scored:.1f} s "
-          f"({total / scored:,.0f} spans/s); {receiver.run.cases} cases; receiver peak RSS "
+          f"({total / scored:,.0f} spans/s); {receiver.run.cases} cases; receiver CPU {cpu:.1f} s "
+          f"({total / cpu:,.0f} spans per CPU second); receiver peak RSS "
           f"{serving_rss:.0f} MB while serving, {_peak_rss_mb():.0f} MB after stopping; "
           f"load average {load:.2f} at the start, "
           f"{os.getloadavg()[0]:.2f} at the end, {os.cpu_count()} CPUs; answers "

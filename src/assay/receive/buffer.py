@@ -49,6 +49,10 @@ CREATE TABLE IF NOT EXISTS traces (
 CREATE TABLE IF NOT EXISTS done (digest TEXT PRIMARY KEY, session TEXT, at REAL);
 """
 
+_PARAMETERS = 900
+"""Values bound in one statement (``IN (...)`` ids, multi-row inserts): under SQLite's oldest
+limit of 999 parameters. One statement for many rows lets go of the GIL once, not per row."""
+
 
 @dataclass
 class _Trace:
@@ -109,6 +113,11 @@ class SpanBuffer:
             self._members.setdefault(trace.session or trace_id, []).append(trace_id)
         self._evicted: set[str] = set()
         """Keys of sessions closed early to make room, waiting to be scored."""
+        self._open: set[str] = set()
+        """Keys of the open sessions (some trace not ended, not closed early): kept as spans
+        come, so making room for a session costs nothing until the open cap is reached."""
+        for key in self._members:
+            self._refresh(key)
         self._closed: OrderedDict[str, None] = OrderedDict()
 
     def meta(self, key: str) -> str | None:
@@ -132,9 +141,23 @@ class SpanBuffer:
         for span in spans:
             by_trace.setdefault(span.trace_id, []).append(span)
         with self._lock:
+            rows: list[tuple[str, bytes]] = []
             self._db.execute("BEGIN")
             try:
-                refused = sum(self._add_trace(tid, group, now) for tid, group in by_trace.items())
+                refused = sum(
+                    self._add_trace(tid, group, now, rows) for tid, group in by_trace.items()
+                )
+                # the request's rows in a few statements, not two a trace: each statement lets
+                # go of the GIL, and waits to get it back while the scorer holds it
+                self._insert("INSERT INTO spans VALUES", rows)
+                self._insert(
+                    "INSERT OR REPLACE INTO traces VALUES",
+                    [
+                        (t, x.session, int(x.ended), x.spans, x.last, x.problem)
+                        for t in by_trace
+                        if (x := self._traces.get(t)) is not None
+                    ],
+                )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -142,8 +165,11 @@ class SpanBuffer:
             self.rejected += refused
             return refused
 
-    def _add_trace(self, trace_id: str, spans: list[Span], now: float) -> int:
-        """Keep one trace's spans of a request; how many were refused."""
+    def _add_trace(
+        self, trace_id: str, spans: list[Span], now: float, rows: list[tuple[str, bytes]]
+    ) -> int:
+        """Keep one trace's spans of a request (its row added to ``rows``, its trace row
+        written by :meth:`add`); how many were refused."""
         if trace_id in self._closed:
             self.dropped += len(spans)
             return 0
@@ -170,15 +196,30 @@ class SpanBuffer:
             spans = spans[: max(room, 0)]
             self._overflowed(trace_id)
         trace.spans += len(spans)
+        self._refresh(trace.session or trace_id)
         if spans:
-            self._db.execute(
-                "INSERT INTO spans VALUES (?, ?)", (trace_id, pickle.dumps(spans, protocol=5))
-            )
-        self._db.execute(
-            "INSERT OR REPLACE INTO traces VALUES (?, ?, ?, ?, ?, ?)",
-            (trace_id, trace.session, int(trace.ended), trace.spans, trace.last, trace.problem),
-        )
+            rows.append((trace_id, pickle.dumps(spans, protocol=5)))
         return 0
+
+    def _insert(self, sql: str, rows: Sequence[tuple[object, ...]]) -> None:
+        """``rows`` inserted by multi-row statements of at most ``_PARAMETERS`` parameters."""
+        if not rows:
+            return
+        width = len(rows[0])
+        step = _PARAMETERS // width
+        marks = "(" + ",".join("?" * width) + ")"
+        for at in range(0, len(rows), step):
+            chunk = rows[at : at + step]
+            self._db.execute(
+                f"{sql} {','.join([marks] * len(chunk))}", [v for row in chunk for v in row]
+            )
+
+    def _delete(self, table: str, trace_ids: Sequence[str]) -> None:
+        """The rows of ``trace_ids`` deleted from ``table``, a few hundred ids a statement."""
+        for at in range(0, len(trace_ids), _PARAMETERS):
+            chunk = trace_ids[at : at + _PARAMETERS]
+            marks = ",".join("?" * len(chunk))
+            self._db.execute(f"DELETE FROM {table} WHERE trace_id IN ({marks})", chunk)
 
     def _overflowed(self, trace_id: str) -> None:
         """The session of ``trace_id`` lost spans over ``max_spans``: its problem, kept."""
@@ -194,6 +235,16 @@ class SpanBuffer:
         if trace_id in self._evicted:
             self._evicted.discard(trace_id)
             self._evicted.add(session)
+        self._refresh(trace_id)
+        self._refresh(session)
+
+    def _refresh(self, key: str) -> None:
+        """Whether session ``key`` is open, after a change to it."""
+        ids = self._members.get(key)
+        if ids and key not in self._evicted and not all(self._traces[t].ended for t in ids):
+            self._open.add(key)
+        else:
+            self._open.discard(key)
 
     def _group_spans(self, key: str) -> int:
         return sum(self._traces[t].spans for t in self._members.get(key, ()))
@@ -212,15 +263,12 @@ class SpanBuffer:
             return True
         if len(self._members) >= 2 * self.limits.max_sessions:
             return False
-        open_keys = [
-            key
-            for key, ids in self._members.items()
-            if key not in self._evicted and not all(self._traces[t].ended for t in ids)
-        ]
-        if len(open_keys) < self.limits.max_sessions:
+        if len(self._open) < self.limits.max_sessions:
             return True
+        open_keys = [key for key in self._members if key in self._open]  # first seen wins ties
         oldest = min(open_keys, key=lambda k: max(self._traces[t].last for t in self._members[k]))
         self._evicted.add(oldest)
+        self._open.discard(oldest)
         for trace_id in self._members[oldest]:
             trace = self._traces[trace_id]
             trace.last = now - self.limits.idle_timeout_s - 1
@@ -249,58 +297,107 @@ class SpanBuffer:
                     due.append(key)
             return due
 
+    def spans_of(self, key: str) -> int:
+        """How many spans session ``key`` holds (what taking it brings into memory)."""
+        with self._lock:
+            return self._group_spans(key)
+
     def take(self, key: str) -> Closed:
         """The spans of session ``key`` (kept until :meth:`done`)."""
+        [closed] = self.take_many([key])
+        return closed
+
+    def take_many(self, keys: Sequence[str]) -> list[Closed]:
+        """The spans of sessions ``keys``, in order (kept until :meth:`done_many`): read
+        together, a query per few hundred traces rather than one per trace."""
         with self._lock:
-            trace_ids = list(self._members.get(key, ()))
-            spans: list[Span] = []
-            for trace_id in trace_ids:
-                for (body,) in self._db.execute(
-                    "SELECT body FROM spans WHERE trace_id = ? ORDER BY rowid", (trace_id,)
-                ):
-                    spans.extend(pickle.loads(body))
-            problems = [p for t in trace_ids if (p := self._traces[t].problem)]
-            if key not in self._evicted and not all(self._traces[t].ended for t in trace_ids):
-                problems.append(
-                    f"never ended: its root span had not arrived after "
-                    f"{self.limits.idle_timeout_s:g} s without a span (--idle-timeout)"
-                )
-        problem = "; ".join(dict.fromkeys(problems)) or None
-        return Closed(key, trace_ids, spans, problem, digest_of(spans))
+            members = [list(self._members.get(key, ())) for key in keys]
+            bodies = self._bodies([t for ids in members for t in ids])
+            problems = [self._problems(key, ids) for key, ids in zip(keys, members, strict=True)]
+        taken = []
+        for key, ids, found in zip(keys, members, problems, strict=True):
+            spans = [span for t in ids for body in bodies.get(t, ()) for span in pickle.loads(body)]
+            problem = "; ".join(dict.fromkeys(found)) or None
+            taken.append(Closed(key, ids, spans, problem, digest_of(spans)))
+        return taken
+
+    def _bodies(self, trace_ids: list[str]) -> dict[str, list[bytes]]:
+        """The pickled span lists of ``trace_ids``, each trace's in the order they came."""
+        found: dict[str, list[bytes]] = {}
+        for at in range(0, len(trace_ids), _PARAMETERS):
+            chunk = trace_ids[at : at + _PARAMETERS]
+            marks = ",".join("?" * len(chunk))
+            for trace_id, body in self._db.execute(
+                f"SELECT trace_id, body FROM spans WHERE trace_id IN ({marks}) ORDER BY rowid",
+                chunk,
+            ):
+                found.setdefault(str(trace_id), []).append(body)
+        return found
+
+    def _problems(self, key: str, trace_ids: list[str]) -> list[str]:
+        problems = [p for t in trace_ids if (p := self._traces[t].problem)]
+        if key not in self._evicted and not all(self._traces[t].ended for t in trace_ids):
+            problems.append(
+                f"never ended: its root span had not arrived after "
+                f"{self.limits.idle_timeout_s:g} s without a span (--idle-timeout)"
+            )
+        return problems
 
     def scored_before(self, digest: str) -> bool:
+        return bool(self.scored_among([digest]))
+
+    def scored_among(self, digests: Sequence[str]) -> set[str]:
+        """Those of ``digests`` scored before (their sessions are not scored again)."""
+        found: set[str] = set()
         with self._lock:
-            found = self._db.execute("SELECT 1 FROM done WHERE digest = ?", (digest,)).fetchone()
-        return found is not None
+            for at in range(0, len(digests), _PARAMETERS):
+                chunk = list(digests[at : at + _PARAMETERS])
+                marks = ",".join("?" * len(chunk))
+                query = f"SELECT digest FROM done WHERE digest IN ({marks})"
+                found.update(str(row[0]) for row in self._db.execute(query, chunk))
+        return found
 
     def done(self, closed: Closed, now: float) -> None:
         """Forget a scored session's spans; remember its digest (not scored again)."""
+        self.done_many([closed], now)
+
+    def done_many(self, closed: Sequence[Closed], now: float) -> None:
+        """Forget scored sessions' spans and remember their digests, in one transaction."""
+        if not closed:
+            return
+        trace_ids = [trace_id for item in closed for trace_id in item.traces]
         with self._lock:
             self._db.execute("BEGIN")
             try:
-                for trace_id in closed.traces:
-                    self._db.execute("DELETE FROM spans WHERE trace_id = ?", (trace_id,))
-                    self._db.execute("DELETE FROM traces WHERE trace_id = ?", (trace_id,))
-                self._db.execute(
-                    "INSERT OR REPLACE INTO done VALUES (?, ?, ?)", (closed.digest, closed.key, now)
+                self._delete("spans", trace_ids)
+                self._delete("traces", trace_ids)
+                self._insert(
+                    "INSERT OR REPLACE INTO done VALUES",
+                    [(item.digest, item.key, now) for item in closed],
                 )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-            self._evicted.discard(closed.key)
-            if self._members.get(closed.key) == closed.traces:
-                del self._members[closed.key]
-            else:  # traces came for the session while it was scored: they stay open
-                left = [t for t in self._members.get(closed.key, ()) if t not in closed.traces]
-                self._members.pop(closed.key, None)
-                if left:
-                    self._members[closed.key] = left
-            for trace_id in closed.traces:
-                self._traces.pop(trace_id, None)
-                self._closed[trace_id] = None
+            for item in closed:
+                self._forget(item)
             while len(self._closed) > 100_000:
                 self._closed.popitem(last=False)
+
+    def _forget(self, closed: Closed) -> None:
+        """A session's traces out of the open ones (its spans and rows already deleted)."""
+        self._evicted.discard(closed.key)
+        if self._members.get(closed.key) == closed.traces:
+            del self._members[closed.key]
+        else:  # traces came for the session while it was scored: they stay open
+            left = [t for t in self._members.get(closed.key, ()) if t not in closed.traces]
+            self._members.pop(closed.key, None)
+            if left:
+                self._members[closed.key] = left
+        for trace_id in closed.traces:
+            self._traces.pop(trace_id, None)
+            self._closed[trace_id] = None
+        self._refresh(closed.key)
 
     def close(self) -> None:
         with self._lock:

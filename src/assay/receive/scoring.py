@@ -18,7 +18,7 @@ from pathlib import Path
 from assay.config import EvalConfig
 from assay.evalset.case import EvalCase, EvalSet
 from assay.evalset.io import LoadedEvalSet
-from assay.history.records import HistoryError
+from assay.history.records import HistoryError, case_row
 from assay.history.store import HistoryStore
 from assay.metrics.base import EvalStatus
 from assay.report.otel_events import SpanRef, VerdictExporter, span_ref
@@ -105,12 +105,14 @@ class LiveRun:
     def _record(self, results: Sequence[EvalCaseResult]) -> None:
         if self._store is None:
             return
+        # the rows record_case writes, a batch in one transaction (one commit, not one a case)
+        rows = [case_row(result, result.model_dump_json(exclude_none=True)) for result in results]
         try:
-            for result in results:
-                self._store.record_case(self.run_id, result)
-                self.cases += 1
+            self._store.write_cases(self.run_id, rows)
         except HistoryError as exc:
-            self.warn(f"{exc}; the session is scored but not recorded")
+            self.warn(f"{exc}; the sessions are scored but not recorded")
+        else:
+            self.cases += len(rows)
 
     def close(self) -> None:
         """Mark the run finished (its cases listed, so reports read it as any run)."""

@@ -20,7 +20,7 @@ import ipaddress
 import json
 import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -72,8 +72,11 @@ class Receiver:
     max_body: int = MAX_BODY
     max_connections: int = 64
     tick_s: float = 0.1
-    batch: int = 32
-    """Sessions scored together (one runner call, one history write each)."""
+    batch: int = 128
+    """The most sessions scored together (one runner call, one history write, one buffer
+    transaction a batch): as many as are due, so a backlog is scored in large batches."""
+    batch_spans: int = 2_000
+    """The most spans taken into memory for one batch (a larger session is taken alone)."""
     say: Callable[[str], None] = print
     requests: dict[int, int] = field(default_factory=dict)
     """Answers given, by status code."""
@@ -101,39 +104,57 @@ class Receiver:
         self.buffer.close()
 
     def _score_loop(self) -> None:
+        """Score what is due every ``tick_s``; straight again after a pass that scored some
+        (more came due meanwhile when there is a backlog: no tick is idled away then)."""
         loop = asyncio.new_event_loop()
+        busy = False
         try:
-            while not self._stopping.wait(self.tick_s):
+            while not (self._stopping.is_set() if busy else self._stopping.wait(self.tick_s)):
                 try:
-                    loop.run_until_complete(self.score_due())
+                    busy = loop.run_until_complete(self.score_due()) > 0
                 except Exception as exc:  # never stops the receiver
+                    busy = False
                     self.say(f"warning: scoring failed: {type(exc).__name__}: {exc}")
         finally:
             loop.close()
 
     async def score_due(self) -> int:
-        """Close and score the sessions due now, ``batch`` at a time (so the spans in memory
-        stay bounded however far behind scoring is); how many were scored."""
-        due = self.buffer.due(now())
+        """Close and score the sessions due now, in batches of at most ``batch`` sessions and
+        ``batch_spans`` spans (so the spans in memory stay bounded however far behind scoring
+        is); how many were scored."""
         scored = 0
-        for at in range(0, len(due), self.batch):
-            scored += await self._score(due[at : at + self.batch])
+        for keys in self._batches(self.buffer.due(now())):
+            scored += await self._score(keys)
         return scored
 
+    def _batches(self, due: list[str]) -> Iterator[list[str]]:
+        """``due`` cut into batches, each sized when it is taken (spans may still come)."""
+        batch: list[str] = []
+        spans = 0
+        for key in due:
+            size = self.buffer.spans_of(key)
+            if batch and (len(batch) >= self.batch or spans + size > self.batch_spans):
+                yield batch
+                batch, spans = [], 0
+            batch.append(key)
+            spans += size
+        if batch:
+            yield batch
+
     async def _score(self, keys: list[str]) -> int:
-        closed = [self.buffer.take(key) for key in keys]
+        closed = self.buffer.take_many(keys)
+        seen = self.buffer.scored_among([item.digest for item in closed])
+        self.buffer.done_many([item for item in closed if item.digest in seen], now())
         fresh = []
         for item in closed:
-            if self.buffer.scored_before(item.digest):
-                self.buffer.done(item, now())
+            if item.digest in seen:
                 continue
             session = build_session(item.spans, source="assay receive")
             if item.problem is not None:
                 session.problem = "; ".join(p for p in (session.problem, item.problem) if p)
             fresh.append((item, session))
         await self.run.score([(session, item.digest) for item, session in fresh])
-        for item, _session in fresh:
-            self.buffer.done(item, now())
+        self.buffer.done_many([item for item, _session in fresh], now())
         return len(fresh)
 
     def accept(self, handler: BaseHTTPRequestHandler, body: bytes) -> tuple[int, bytes]:
