@@ -8,6 +8,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from assay.receive.buffer import Limits, SpanBuffer
 from assay.receive.scoring import LiveRun, Scored
@@ -45,9 +46,11 @@ class _Watched(LiveRun):
     batches: list[int]
     scored: list[Scored]
 
-    async def score(self, sessions: Sequence[tuple[Session, str]]) -> list[Scored]:
+    async def score(
+        self, sessions: Sequence[tuple[Session, str]], noting: Any = None
+    ) -> list[Scored]:
         self.batches.append(len(sessions))
-        scored = await super().score(sessions)
+        scored = await super().score(sessions, noting)
         self.scored.extend(scored)
         return scored
 

@@ -7,6 +7,7 @@ import gzip
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -164,3 +165,33 @@ def test_verdicts_go_out_as_evaluation_events_parented_to_the_sessions_root_span
     assert trajectory["gen_ai.evaluation.score.label"] == "not_evaluated"
     assert trajectory["error.type"] == "not_evaluated"
     assert "needs an eval set" in trajectory["gen_ai.evaluation.explanation"]
+
+
+def test_a_crash_after_recording_but_before_forgetting_the_spans_scores_no_session_twice(
+    tmp_path: Path, config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = tmp_path / "runs.sqlite"
+    receiver = start_receiver(history, config, limits=Limits(settle_s=0.2))
+    forgetting = receiver.buffer.done_many
+    crashed: list[int] = []
+
+    def crash_once(closed: Any, now: float) -> None:
+        if closed and not crashed:  # the case is in the history; its spans are not forgotten
+            crashed.append(len(closed))
+            receiver._stopping.set()  # and the scorer goes no further, as in a crash
+            return
+        forgetting(closed, now)
+
+    monkeypatch.setattr(receiver.buffer, "done_many", crash_once)
+    send_conversation(exporter_to(receiver.port), "sunny", conversation="conv-1")
+    wait_for(lambda: receiver.run.cases == 1 and bool(crashed), "conv-1 recorded", tries=1200)
+    receiver.stop()  # what a crash leaves: the case recorded, the spans still buffered
+
+    again = start_receiver(history, config, limits=Limits(settle_s=0.2))
+    try:
+        wait_for(lambda: again.buffer.open_sessions == 0, "conv-1's spans forgotten")
+    finally:
+        again.stop()
+
+    assert again.run.cases == 0  # not scored again
+    assert [case[0] for case in _cases(history)] == ["conv-1"]  # no conv-1#2

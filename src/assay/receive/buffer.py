@@ -30,7 +30,7 @@ import pickle
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +47,7 @@ CREATE TABLE IF NOT EXISTS traces (
     last REAL, problem TEXT
 );
 CREATE TABLE IF NOT EXISTS done (digest TEXT PRIMARY KEY, session TEXT, at REAL);
+CREATE TABLE IF NOT EXISTS recording (digest TEXT PRIMARY KEY, session TEXT, case_id TEXT);
 """
 
 _PARAMETERS = 900
@@ -357,6 +358,38 @@ class SpanBuffer:
                 found.update(str(row[0]) for row in self._db.execute(query, chunk))
         return found
 
+    def recording(self, cases: Sequence[tuple[str, str, str]]) -> None:
+        """Note, before their cases are written to the history, the sessions about to be
+        recorded (digest, session, case id): a crash between that write and :meth:`done_many`
+        is then settled at the next start (:meth:`settle`) instead of scoring them twice."""
+        if not cases:
+            return
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                self._insert("INSERT OR REPLACE INTO recording VALUES", list(cases))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def settle(self, recorded: Callable[[str], bool], now: float) -> int:
+        """At a start: each session noted as being recorded whose case the history holds
+        (``recorded(case_id)``) counts as scored (its spans are forgotten when it is next due,
+        never scored again); the others are scored afresh. How many were recorded."""
+        with self._lock:
+            rows = self._db.execute("SELECT digest, session, case_id FROM recording").fetchall()
+            kept = [(str(d), s, now) for d, s, case_id in rows if recorded(str(case_id))]
+            self._db.execute("BEGIN")
+            try:
+                self._insert("INSERT OR REPLACE INTO done VALUES", kept)
+                self._db.execute("DELETE FROM recording")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return len(kept)
+
     def done(self, closed: Closed, now: float) -> None:
         """Forget a scored session's spans; remember its digest (not scored again)."""
         self.done_many([closed], now)
@@ -375,6 +408,7 @@ class SpanBuffer:
                     "INSERT OR REPLACE INTO done VALUES",
                     [(item.digest, item.key, now) for item in closed],
                 )
+                self._delete_recording([item.digest for item in closed])
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -383,6 +417,12 @@ class SpanBuffer:
                 self._forget(item)
             while len(self._closed) > 100_000:
                 self._closed.popitem(last=False)
+
+    def _delete_recording(self, digests: Sequence[str]) -> None:
+        for at in range(0, len(digests), _PARAMETERS):
+            chunk = list(digests[at : at + _PARAMETERS])
+            marks = ",".join("?" * len(chunk))
+            self._db.execute(f"DELETE FROM recording WHERE digest IN ({marks})", chunk)
 
     def _forget(self, closed: Closed) -> None:
         """A session's traces out of the open ones (its spans and rows already deleted)."""

@@ -84,12 +84,19 @@ class LiveRun:
         self.run_id = self._store.start_run([EVAL_SET_ID], settings)
         return self.run_id
 
-    async def score(self, sessions: Sequence[tuple[Session, str]]) -> list[Scored]:
-        """Score ``sessions`` (each with its span digest), record them, export their verdicts."""
+    async def score(
+        self,
+        sessions: Sequence[tuple[Session, str]],
+        noting: Callable[[Sequence[tuple[str, str, str]]], None] | None = None,
+    ) -> list[Scored]:
+        """Score ``sessions`` (each with its span digest), record them, export their verdicts.
+        ``noting`` hears (digest, session id, case id) of each before its case is written."""
         if not sessions:
             return []
         keyed = _keyed(sessions, self._taken)
         results = await _scored(keyed, self.config, self.judge_model)
+        if noting is not None:
+            noting([(digest, session.session_id, key) for key, session, digest in keyed])
         scored = [
             Scored(result, span_ref(session), session.session_id, digest)
             for result, (_key, session, digest) in zip(results, keyed, strict=True)
@@ -101,6 +108,10 @@ class LiveRun:
                 exporter.add(item.result, item.target)
             exporter.close()
         return scored
+
+    def recorded(self, case_id: str) -> bool:
+        """The run in the history holds a case ``case_id`` (read when it was reopened)."""
+        return case_id in self._taken
 
     def _record(self, results: Sequence[EvalCaseResult]) -> None:
         if self._store is None:

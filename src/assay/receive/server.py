@@ -84,6 +84,7 @@ class Receiver:
     def start(self) -> None:
         self.run.open(self.buffer.meta("run_id"))
         self.buffer.set_meta("run_id", self.run.run_id)
+        self.buffer.settle(self.run.recorded, now())  # a crash while recording: not twice
         self._slots = threading.BoundedSemaphore(self.max_connections)
         self._server = _Server((self.host, self.port), _handler(self))
         self._server.receiver = self
@@ -153,7 +154,9 @@ class Receiver:
             if item.problem is not None:
                 session.problem = "; ".join(p for p in (session.problem, item.problem) if p)
             fresh.append((item, session))
-        await self.run.score([(session, item.digest) for item, session in fresh])
+        await self.run.score(
+            [(session, item.digest) for item, session in fresh], noting=self.buffer.recording
+        )
         self.buffer.done_many([item for item, _session in fresh], now())
         return len(fresh)
 
