@@ -47,7 +47,13 @@ class ViewServer:
         self.host = host
         self.app = make_app(settings)
         config = uvicorn.Config(
-            self.app, host=host, port=port, log_level="warning", access_log=False, lifespan="on"
+            self.app,
+            host=host,
+            port=port,
+            log_level="warning",
+            log_config=None,  # no handlers bound to this moment's sys.stderr (closed by later)
+            access_log=False,
+            lifespan="on",
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="assay-view", daemon=True)
@@ -82,3 +88,6 @@ class ViewServer:
         close_streams(self.app, grace_s)
         self.server.should_exit = True
         self.thread.join(timeout=10)
+        if self.thread.is_alive():  # a connection that would not close: closed now
+            self.server.force_exit = True
+            self.thread.join(timeout=10)
