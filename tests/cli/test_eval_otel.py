@@ -373,3 +373,25 @@ def test_span_files_scored_on_ray_keep_the_sessions_notes_and_problems(
     assert _reasons(on_ray) == _reasons(local)
     assert "never ended" in _reasons(on_ray)["adk-s2"][""]
     assert CONTENT_SETTING in _reasons(on_ray)["adk-s1"]["response_match_score"]
+
+
+def test_a_run_of_sessions_without_an_eval_set_is_recorded_and_resumed_without_judging_again(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    config = _config(tmp_path, {"rubric_based_final_response_quality_v1": RUBRIC})
+    judge = _write(tmp_path / "judge.json", APPROVING_JUDGE)
+    history = tmp_path / "runs.sqlite"
+    given = ("eval", "--traces", CONTENT, "--config", config, "--judge-model",
+             f"scripted:{judge}", "--no-cache", "--no-progress", "--history-file", history)  # fmt: skip
+
+    first = run_cli(*given)
+    disapproving = json.dumps(APPROVING_JUDGE).replace('"verdict": "yes"', '"verdict": "no"')
+    judge.write_text(disapproving, encoding="utf-8")  # a judge asked again would fail them
+    resumed = run_cli(*given, "--resume", "latest", "--output", tmp_path / "out.json")
+
+    assert first.code == 0, first.output
+    assert resumed.code == 0, resumed.output
+    found = _results(tmp_path / "out.json")
+    assert set(found) == {"adk-s1", "adk-s2"}
+    kept = [case["metrics"]["rubric_based_final_response_quality_v1"] for case in found.values()]
+    assert kept == [(1, 1.0), (1, 1.0)]  # PASSED as first judged: the judge was not asked again
