@@ -33,12 +33,17 @@ def served(
         server.stop()
 
 
-def screenshots(browser: Any, name: str, folder: Path) -> list[Path]:
+def screenshots(browser: Any, name: str, folder: Path, fits: bool = False) -> list[Path]:
     """The page at 1400 and 800 px wide, full height, under ``folder`` (and
-    ``$ASSAY_SCREENSHOTS``)."""
+    ``$ASSAY_SCREENSHOTS``); with ``fits``, the page must not scroll sideways at either."""
     taken = []
     for width in (1400, 800):
         browser.set_window_size(width, 1000)
+        if fits:
+            wider = browser.execute_script(
+                "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            assert wider <= 0, f"{name} scrolls sideways by {wider} px at {width} px"
         height = browser.execute_script("return document.documentElement.scrollHeight")
         browser.set_window_size(width, min(int(height) + 120, 4000))
         path = folder / f"{name}-{width}.png"
@@ -63,7 +68,7 @@ def test_runs_page_shows_the_example_runs_with_their_trend(
     assert rows[0].get_attribute("data-run") == regressed
     assert browser.find_element(By.CSS_SELECTOR, "svg.trend polyline").is_displayed()
     assert browser.execute_script("return window.__pwned") is None
-    for path in screenshots(browser, "runs", tmp_path):
+    for path in screenshots(browser, "runs", tmp_path, fits=True):
         assert path.stat().st_size > 10_000
 
 
