@@ -16,10 +16,8 @@ another process is never blocked: the file is in WAL mode), not through the view
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import socket
 import sqlite3
 import threading
 from array import array
@@ -32,8 +30,8 @@ from typing import Any
 
 import pydantic_core
 
-from assay.history.records import HistoryError, RunInfo, pid_alive
-from assay.history.store import LATEST, HistoryStore
+from assay.history.records import HistoryError, RunInfo
+from assay.history.store import LATEST, RUN_COLUMNS, HistoryStore, run_info
 from assay.metrics.base import EvalStatus
 
 PAGE_SIZE = 100
@@ -353,37 +351,6 @@ def set_headers(path: Path, run_id: str) -> list[str]:
         ]
 
 
-_RUN_COLUMNS = (
-    "id, started, finished, status, source, eval_sets, config, config_hash, judges, "
-    "assay_version, git_commit, host, pid, tokens"
-)
-
-
-def _run_info(row: Sequence[Any]) -> RunInfo:
-    """A run as the ``runs`` table has it (its case counts 0: the pages count them)."""
-    status = str(row[3])
-    host, pid = row[11], row[12]
-    if status == "running" and host == socket.gethostname() and pid and not pid_alive(pid):
-        status = "interrupted"
-    return RunInfo(
-        id=row[0],
-        started=row[1],
-        finished=row[2],
-        status=status,
-        source=row[4],
-        eval_sets=json.loads(row[5]),
-        config=json.loads(row[6]),
-        config_hash=row[7],
-        judges=json.loads(row[8]),
-        assay_version=row[9],
-        git_commit=row[10],
-        passed=0,
-        failed=0,
-        not_evaluated=0,
-        tokens=int(row[13] or 0),
-    )
-
-
 def find_run(path: Path, ref: str) -> RunInfo:
     """The run ``ref`` names (an id, its unique beginning, or ``latest``), read from the
     ``runs`` table alone (the store's lookup also counts every case of every run it matches,
@@ -391,19 +358,19 @@ def find_run(path: Path, ref: str) -> RunInfo:
     with reading(path) as db:
         if ref == LATEST:
             rows = db.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY started DESC, id DESC LIMIT 1"
+                f"SELECT {RUN_COLUMNS} FROM runs ORDER BY started DESC, id DESC LIMIT 1"
             ).fetchall()
             if not rows:
                 raise HistoryError(f"{path}: no run recorded yet")
-            return _run_info(rows[0])
-        rows = db.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (ref,)).fetchall()
+            return run_info(rows[0])
+        rows = db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (ref,)).fetchall()
         if not rows:
             escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             rows = db.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs WHERE id LIKE ? ESCAPE '\\' LIMIT 6", (escaped,)
+                f"SELECT {RUN_COLUMNS} FROM runs WHERE id LIKE ? ESCAPE '\\' LIMIT 6", (escaped,)
             ).fetchall()
     if len(rows) == 1:
-        return _run_info(rows[0])
+        return run_info(rows[0])
     if rows:
         names = ", ".join(str(row[0]) for row in rows[:5])
         raise HistoryError(f"run '{ref}' is ambiguous in {path}: {names}")
@@ -417,8 +384,8 @@ def all_runs(path: Path) -> tuple[list[RunInfo], dict[str, dict[str, tuple[int, 
     unsummed: set[str] = set()
     with reading(path) as db:
         runs = [
-            _run_info(row)
-            for row in db.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY started DESC, id DESC")
+            run_info(row)
+            for row in db.execute(f"SELECT {RUN_COLUMNS} FROM runs ORDER BY started DESC, id DESC")
         ]
         for run_id, set_id, summary in db.execute(
             "SELECT run_id, eval_set_id, json_extract(header, '$.assay.summary') FROM run_sets "
@@ -460,9 +427,9 @@ def warm(queries: Queries, runs: int | None = None) -> None:
     try:
         with reading(queries.path) as db:
             rows = db.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY started DESC, id DESC LIMIT ?", (runs,)
+                f"SELECT {RUN_COLUMNS} FROM runs ORDER BY started DESC, id DESC LIMIT ?", (runs,)
             ).fetchall()
         for row in rows:
-            queries.index(_run_info(row))
+            queries.index(run_info(row))
     except (HistoryError, sqlite3.Error, ValueError):
         return
