@@ -273,25 +273,20 @@ def figures_of(name: str, judge: str, found: Agreement) -> Figures:
     )
 
 
-def render_agreement_html(report: AgreeReport, *, labels: str | None = None) -> str:
-    """The report as one self-contained HTML page (``assay judge agree --html``)."""
-    figures = [
-        figures_of(name, report.judges.get(name, ""), found)
-        for name, found in report.by_criterion.items()
+def confusion_of(name: str, found: Agreement) -> Confusion:
+    """Criterion ``name``'s confusion table: people's labels (rows) by the judge's (columns)."""
+    columns = judge_columns(name, found)
+    rows = [
+        (person, [found.confusion[person].get(column, 0) for column in columns])
+        for person in people_rows(name, found)
+        if found.confusion.get(person)
     ]
-    confusions = [
-        Confusion(
-            name,
-            judge_columns(name, found),
-            [
-                (person, [found.confusion[person].get(c, 0) for c in judge_columns(name, found)])
-                for person in people_rows(name, found)
-                if found.confusion.get(person)
-            ],
-        )
-        for name, found in report.by_criterion.items()
-    ]
-    wrong = [
+    return Confusion(name, columns, rows)
+
+
+def disagreements_of(report: AgreeReport, criteria: set[str] | None = None) -> list[Disagreement]:
+    """Where the judge and a person differ, worst first (of ``criteria`` only, when given)."""
+    return [
         Disagreement(
             unit.label.criterion,
             where(unit),
@@ -302,7 +297,18 @@ def render_agreement_html(report: AgreeReport, *, labels: str | None = None) -> 
             unit.note,
         )
         for unit in worst_first(report.compared)
+        if criteria is None or unit.label.criterion in criteria
     ]
+
+
+def render_agreement_html(report: AgreeReport, *, labels: str | None = None) -> str:
+    """The report as one self-contained HTML page (``assay judge agree --html``)."""
+    figures = [
+        figures_of(name, report.judges.get(name, ""), found)
+        for name, found in report.by_criterion.items()
+    ]
+    confusions = [confusion_of(name, found) for name, found in report.by_criterion.items()]
+    wrong = disagreements_of(report)
     return (
         environment(_TEMPLATES)
         .get_template("agree.html.j2")

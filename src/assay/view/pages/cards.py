@@ -30,16 +30,7 @@ from starlette.routing import BaseRoute, Route
 from assay.agreement.agree import AgreeReport
 from assay.agreement.align import FOLDS, STABLE_SPREAD, Fitted
 from assay.agreement.cards import JudgeCard
-from assay.agreement.render import (
-    Confusion,
-    Disagreement,
-    confidence,
-    figures_of,
-    judge_columns,
-    people_rows,
-    where,
-    worst_first,
-)
+from assay.agreement.render import confusion_of, disagreements_of, figures_of
 from assay.agreement.stats import Agreement
 from assay.history.records import HistoryError
 from assay.report.judge_agreement import figure_words, interval, rate
@@ -105,32 +96,6 @@ def _card_agreement(card: JudgeCard) -> Agreement:
     )
 
 
-def _confusion(name: str, found: Agreement) -> Confusion:
-    columns = judge_columns(name, found)
-    rows = [
-        (person, [found.confusion[person].get(column, 0) for column in columns])
-        for person in people_rows(name, found)
-        if found.confusion.get(person)
-    ]
-    return Confusion(name, columns, rows)
-
-
-def _disagreements(report: AgreeReport, criteria: set[str] | None = None) -> list[Disagreement]:
-    return [
-        Disagreement(
-            unit.label.criterion,
-            where(unit),
-            unit.label.label,
-            unit.label.reason or "",
-            unit.judge or "no label",
-            "" if (sure := confidence(unit)) is None else f"{sure:.2f}",
-            unit.note,
-        )
-        for unit in worst_first(report.compared)
-        if criteria is None or unit.label.criterion in criteria
-    ]
-
-
 def report_sections(report: AgreeReport) -> Markup:
     """An agree report's figures, confusion tables and disagreements: ``assay judge agree
     --html``'s sections (rendered from its own autoescaped template)."""
@@ -138,8 +103,8 @@ def report_sections(report: AgreeReport) -> Markup:
     html = _SECTIONS.get_template("agree_sections.html.j2").render(
         figures=[figures_of(name, report.judges.get(name, ""), a) for name, a in found],
         overall=figures_of("overall", "", report.overall),
-        confusions=[_confusion(name, a) for name, a in found],
-        disagreements=_disagreements(report),
+        confusions=[confusion_of(name, a) for name, a in found],
+        disagreements=disagreements_of(report),
         total=len(report.compared),
         calls=report.usage.calls,
         tokens=f"{report.usage.total_tokens:,}",
@@ -151,12 +116,12 @@ def card_sections(card: JudgeCard, report: AgreeReport | None) -> Markup:
     """A card's figures and confusion table, and its disagreements when ``report`` (the agree
     run that made it) is known."""
     found = _card_agreement(card)
-    wrong = None if report is None else _disagreements(report, {card.criterion})
+    wrong = None if report is None else disagreements_of(report, {card.criterion})
     total = sum(1 for u in report.compared if u.label.criterion == card.criterion) if report else 0
     html = _SECTIONS.get_template("agree_sections.html.j2").render(
         figures=[figures_of(card.criterion, card.judge, found)],
         overall=None,
-        confusions=[_confusion(card.criterion, found)],
+        confusions=[confusion_of(card.criterion, found)],
         disagreements=wrong,
         total=total,
         calls=None,
