@@ -20,12 +20,12 @@ from _judge_server import JudgeServer
 from _support import Example
 
 from assay.agreement.cards import list_cards
-from assay.cli.main import main
 from assay.history.store import HistoryStore
 from assay.view import labelling
 from assay.view.context import View, ViewSettings
 from assay.view.judging import LabelsUnavailable
 from assay.view.server import ViewServer
+from view._pages import record_run
 
 HOSTILE = '<img src=x onerror="alert(1)">'
 LABELS: list[dict[str, Any]] = [
@@ -44,20 +44,7 @@ def recorded(
     approving_judge: JudgeServer, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, str]:
     """The example's run recorded by ``assay eval`` into a history: (history, run id)."""
-    folder = tmp_path_factory.mktemp("agree-history")
-    history = folder / "history.sqlite"
-    example = Example()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ASSAY_JUDGE_MODEL", "openai:stub-judge")
-        patch.setenv("OPENAI_BASE_URL", approving_judge.base_url)
-        patch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
-        patch.setenv("ASSAY_CACHE_DIR", str(folder / "cache"))
-        args = ["eval", example.evalset, "--traces", example.traces, "--history-file", history]
-        with pytest.raises(SystemExit) as ended:
-            main([str(arg) for arg in args])
-        assert ended.value.code in (0, 1)  # 1: the example has failing cases
-    with HistoryStore(history) as store:
-        return history, store.runs()[0].id
+    return record_run(tmp_path_factory.mktemp("agree-history"), approving_judge)
 
 
 def write_labels(folder: Path, labels: list[dict[str, Any]] = LABELS) -> Path:

@@ -6,7 +6,6 @@ on /cards, open it; nothing from labels runs as script. Screenshots at 1400 and 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,11 +15,10 @@ import pytest
 from _judge_server import JudgeServer
 from _support import Example
 
-from assay.cli.main import main
-from assay.history.store import HistoryStore
 from assay.view import labelling
 from assay.view.context import View, ViewSettings
 from assay.view.server import ViewServer
+from view._pages import record_run, screenshots
 
 browser = _browser.browser
 HOSTILE = '<img src=x onerror="window.__pwned=1">'
@@ -33,7 +31,6 @@ LABELS: list[dict[str, Any]] = [
     {"case": "convert_currency", "invocation": 1, "criterion": "safety_v1", "label": "unsafe",
      "reason": HOSTILE},
 ]  # fmt: skip
-WIDTHS = (1400, 800)
 
 
 @pytest.fixture(scope="module")
@@ -41,19 +38,7 @@ def served(
     approving_judge: JudgeServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[ViewServer, str]]:
     """The example's run recorded by ``assay eval``, served by the view: (server, run id)."""
-    folder = tmp_path_factory.mktemp("cards-browser")
-    history = folder / "history.sqlite"
-    example = Example()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ASSAY_JUDGE_MODEL", "openai:stub-judge")
-        patch.setenv("OPENAI_BASE_URL", approving_judge.base_url)
-        patch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
-        patch.setenv("ASSAY_CACHE_DIR", str(folder / "cache"))
-        args = ["eval", example.evalset, "--traces", example.traces, "--history-file", history]
-        with pytest.raises(SystemExit):
-            main([str(arg) for arg in args])
-    with HistoryStore(history) as store:
-        run_id = store.runs()[0].id
+    history, run_id = record_run(tmp_path_factory.mktemp("cards-browser"), approving_judge)
     server = ViewServer(ViewSettings(history)).start()
     try:
         yield server, run_id
@@ -68,23 +53,6 @@ def _export(view: View, run_id: str, folder: Path) -> Path:
     data = {"eval_set": str(example.evalset), "traces": str(example.traces), "labels": LABELS}
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
-
-
-def _shoot(browser: Any, name: str, folder: Path) -> list[Path]:
-    """PNGs of the page at each width (the whole page's height)."""
-    shots = []
-    wanted = os.environ.get("ASSAY_SCREENSHOTS")
-    for width in WIDTHS:
-        browser.set_window_size(width, 1000)
-        height = browser.execute_script("return document.documentElement.scrollHeight")
-        browser.set_window_size(width, min(int(height) + 40, 4000))
-        for place in [folder, *([Path(wanted)] if wanted else [])]:
-            place.mkdir(parents=True, exist_ok=True)
-            shot = place / f"{name}-{width}.png"
-            browser.save_screenshot(str(shot))
-            shots.append(shot)
-    browser.set_window_size(1280, 1000)
-    return shots
 
 
 def test_run_agree_in_the_browser_shows_the_new_card_and_lists_it_on_cards(
@@ -120,17 +88,17 @@ def test_run_agree_in_the_browser_shows_the_new_card_and_lists_it_on_cards(
     assert any(HOSTILE in cell.text for cell in reasons)  # shown as text, never run
     assert browser.execute_script("return typeof window.__pwned") == "undefined"
     assert not browser.find_elements(By.CSS_SELECTOR, "main img")
-    shots = _shoot(browser, "agree", tmp_path)
+    shots = screenshots(browser, "agree", tmp_path)
     card_id = rows[0].get_attribute("data-card")
 
     browser.get(f"{base}/cards")
     listed = browser.find_elements(By.CSS_SELECTOR, f'table.cards tr[data-card="{card_id}"]')
     assert len(listed) == 1
-    shots += _shoot(browser, "cards", tmp_path)
+    shots += screenshots(browser, "cards", tmp_path)
     listed[0].find_element(By.TAG_NAME, "a").click()
     WebDriverWait(browser, 10).until(lambda b: b.current_url.endswith(f"/cards/{card_id}"))
     assert browser.find_element(By.ID, "confusion").is_displayed()
     assert "Disagreements, worst first" in browser.find_element(By.ID, "disagreements").text
     assert browser.execute_script("return typeof window.__pwned") == "undefined"
-    shots += _shoot(browser, "card", tmp_path)
+    shots += screenshots(browser, "card", tmp_path)
     assert all(shot.stat().st_size > 10_000 for shot in shots)

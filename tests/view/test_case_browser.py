@@ -6,7 +6,6 @@ folder, and under $ASSAY_SCREENSHOTS when set)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,10 +19,9 @@ from assay.view.context import ViewSettings
 from assay.view.pages.case import case_url
 from assay.view.server import ViewServer
 from view._case_runs import HOSTILE_SET, Recorded, record_all
+from view._pages import screenshots
 
 browser = _browser.browser
-
-WIDTHS = (1400, 800)
 
 
 @pytest.fixture(scope="module")
@@ -38,27 +36,6 @@ def base_url(recorded: Recorded) -> Iterator[str]:
         yield server.url.rstrip("/")
     finally:
         server.stop()
-
-
-def _shoot(browser: Any, name: str, folder: Path) -> list[Path]:
-    """PNGs of the whole page at each width; each width also checked for sideways scrolling."""
-    shots = []
-    wanted = os.environ.get("ASSAY_SCREENSHOTS")
-    for width in WIDTHS:
-        browser.set_window_size(width, 1000)
-        sideways = browser.execute_script(
-            "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
-        )
-        assert sideways <= 0, f"{name} scrolls sideways by {sideways}px at {width}px"
-        height = browser.execute_script("return document.documentElement.scrollHeight")
-        browser.set_window_size(width, min(int(height) + 40, 6000))
-        for place in [folder, *([Path(wanted)] if wanted else [])]:
-            place.mkdir(parents=True, exist_ok=True)
-            shot = place / f"{name}-{width}.png"
-            browser.save_screenshot(str(shot))
-            shots.append(shot)
-    browser.set_window_size(1280, 1000)
-    return shots
 
 
 def _shown(browser: Any, selector: str) -> list[Any]:
@@ -77,7 +54,7 @@ def test_a_failing_case_shows_its_conversation_diff_and_calls(
     assert _shown(browser, "table.side-by-side tr.mismatch")
     assert any("QX7P2L" in el.text for el in _shown(browser, ".msg.tool"))
     assert _shown(browser, "table.samples") and _shown(browser, "#metrics .badge.failed")
-    assert len(_shoot(browser, "case-failing", tmp_path)) >= 2
+    assert len(screenshots(browser, "case-failing", tmp_path, fits=True)) >= 2
 
 
 def test_a_hostile_case_runs_none_of_its_text(
@@ -87,7 +64,7 @@ def test_a_hostile_case_runs_none_of_its_text(
     assert browser.execute_script("return window.__pwned === undefined")
     assert any("onerror" in el.text for el in _shown(browser, ".msg.user .text"))
     assert _shown(browser, 'a[href^="/cards/"]')  # the card behind the agreement figure
-    _shoot(browser, "case-hostile", tmp_path)
+    screenshots(browser, "case-hostile", tmp_path, fits=True)
     assert browser.execute_script("return window.__pwned === undefined")
 
 
@@ -99,7 +76,7 @@ def test_the_comparison_draws_intervals_and_opens_a_flipped_case(
     browser.get(f"{base_url}/compare?a={recorded.base}&b={recorded.candidate}")
     assert len(_shown(browser, "svg.ci circle.dot")) >= 2
     assert _shown(browser, "#to-fail li")
-    _shoot(browser, "compare", tmp_path)
+    screenshots(browser, "compare", tmp_path, fits=True)
     _shown(browser, "#to-fail a.candidate-case")[0].click()
     WebDriverWait(browser, 5).until(lambda b: "/cases/" in b.current_url)
     assert recorded.candidate in browser.current_url

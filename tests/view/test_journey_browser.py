@@ -16,28 +16,12 @@ import yaml
 from _judge_server import JudgeServer
 from _support import Example
 
-from assay.cli.main import main
 from assay.history.store import HistoryStore
 from assay.view import ViewServer, ViewSettings
+from view._pages import judge_env, record_run
 
 browser = _browser.browser
 KEY = "journey-key-0000"
-
-
-def _record(history: Path, cache: Path, judge: JudgeServer) -> str:
-    """The example scored against its regressed traces (two cases fail) by the approving judge,
-    recorded in ``history``."""
-    example = Example()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ASSAY_JUDGE_MODEL", "openai:stub-judge")
-        patch.setenv("OPENAI_BASE_URL", judge.base_url)
-        patch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
-        patch.setenv("ASSAY_CACHE_DIR", str(cache))
-        with pytest.raises(SystemExit):
-            main(["eval", str(example.evalset), "--traces", str(example.regressed),
-                  "--history-file", str(history)])  # fmt: skip
-    with HistoryStore(history) as store:
-        return store.runs(limit=1)[0].id
 
 
 @pytest.fixture(scope="module")
@@ -45,13 +29,9 @@ def served(
     tmp_path_factory: pytest.TempPathFactory, approving_judge: JudgeServer
 ) -> Iterator[tuple[ViewServer, Path, str]]:
     folder = tmp_path_factory.mktemp("journey")
-    history = folder / "history.sqlite"
-    run_id = _record(history, folder / "cache", approving_judge)
+    history, run_id = record_run(folder, approving_judge, Example().regressed)  # 2 fail
     with pytest.MonkeyPatch.context() as patch:  # the judge agree runs from the page
-        patch.setenv("ASSAY_JUDGE_MODEL", "openai:stub-judge")
-        patch.setenv("OPENAI_BASE_URL", approving_judge.base_url)
-        patch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
-        patch.setenv("ASSAY_CACHE_DIR", str(folder / "cache"))
+        judge_env(patch, approving_judge, folder / "cache")
         server = ViewServer(ViewSettings(history, key=KEY, labeller="ana")).start()
         try:
             yield server, history, run_id

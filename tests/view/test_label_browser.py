@@ -5,7 +5,6 @@ $ASSAY_SCREENSHOTS when set)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,32 +12,13 @@ from typing import Any
 import _browser
 import pytest
 from _judge_server import JudgeServer
-from _support import Example
 
-from assay.cli.main import main
 from assay.history.store import HistoryStore
 from assay.view import ViewServer, ViewSettings
+from view._pages import record_run, screenshots
 
 browser = _browser.browser
-WIDTHS = (1400, 800)
 IMG = '<img src=x onerror="window.__pwned=1">'
-
-
-def record(history: Path, cache: Path, judge: JudgeServer) -> str:
-    """The example scored against its traces (the approving judge), recorded in ``history``."""
-    example = Example()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ASSAY_JUDGE_MODEL", "openai:stub-judge")
-        patch.setenv("OPENAI_BASE_URL", judge.base_url)
-        patch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
-        patch.setenv("ASSAY_CACHE_DIR", str(cache))
-        try:
-            main(["eval", str(example.evalset), "--traces", str(example.traces),
-                  "--history-file", str(history)])  # fmt: skip
-        except SystemExit as done:
-            assert done.code in (0, 1, None)
-    with HistoryStore(history) as store:
-        return store.runs(limit=1)[0].id
 
 
 @pytest.fixture(scope="module")
@@ -46,30 +26,12 @@ def served(
     tmp_path_factory: pytest.TempPathFactory, approving_judge: JudgeServer
 ) -> Iterator[tuple[ViewServer, Path, str]]:
     folder = tmp_path_factory.mktemp("label-browser")
-    history = folder / "history.sqlite"
-    run_id = record(history, folder / "cache", approving_judge)
+    history, run_id = record_run(folder, approving_judge)
     server = ViewServer(ViewSettings(history, labeller="ana")).start()
     try:
         yield server, history, run_id
     finally:
         server.stop()
-
-
-def _shoot(browser: Any, name: str, folder: Path) -> list[Path]:
-    """PNGs of the page at each width (the whole page's height)."""
-    shots = []
-    wanted = os.environ.get("ASSAY_SCREENSHOTS")
-    for width in WIDTHS:
-        browser.set_window_size(width, 1000)
-        height = browser.execute_script("return document.documentElement.scrollHeight")
-        browser.set_window_size(width, min(int(height) + 40, 4000))
-        for place in [folder, *([Path(wanted)] if wanted else [])]:
-            place.mkdir(parents=True, exist_ok=True)
-            shot = place / f"{name}-{width}.png"
-            browser.save_screenshot(str(shot))
-            shots.append(shot)
-    browser.set_window_size(1280, 1000)
-    return shots
 
 
 def _queue_key(browser: Any) -> str:
@@ -110,7 +72,7 @@ def test_five_verdicts_labelled_with_the_keyboard_are_stored(
     server, history, run_id = served
     browser.get(f"http://127.0.0.1:{server.port}/label?run={run_id}")
     key = _queue_key(browser)
-    _shoot(browser, "label-queue", tmp_path)
+    screenshots(browser, "label-queue", tmp_path)
 
     _press(browser, "s")  # skip: another unit, nothing stored
     key = _next(browser, key)
@@ -140,5 +102,5 @@ def test_five_verdicts_labelled_with_the_keyboard_are_stored(
     assert all(s.labeller == "ana" for s in kept)
     assert len({(s.criterion, s.case, s.invocation, s.rubric, s.sentence) for s in kept}) == 5
     assert not browser.execute_script("return window.__pwned === 1")
-    shots = _shoot(browser, "label-queue-after", tmp_path)
+    shots = screenshots(browser, "label-queue-after", tmp_path)
     assert all(shot.stat().st_size > 0 for shot in shots)

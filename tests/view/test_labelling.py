@@ -13,10 +13,9 @@ import httpx
 import pytest
 import yaml
 from _judge_server import JudgeServer
-from _support import Example, RunCli
+from _support import RunCli
 
 from assay.agreement.labels import load_labels
-from assay.cli.main import main
 from assay.history.labels import StoredLabel
 from assay.history.store import HistoryStore
 from assay.results.keys import CaseKey
@@ -24,25 +23,9 @@ from assay.view import ViewServer, ViewSettings
 from assay.view.context import View
 from assay.view.labelling import export_labels, judged_units, people_agreement, units_for_case
 from assay.view.security import Guard
+from view._pages import record_run
 
 IMG = '<img src=x onerror="window.__pwned=1">'
-
-
-def record(history: Path, cache: Path, judge: JudgeServer) -> str:
-    """The example scored against its traces (the approving judge), recorded in ``history``."""
-    example = Example()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ASSAY_JUDGE_MODEL", "openai:stub-judge")
-        patch.setenv("OPENAI_BASE_URL", judge.base_url)
-        patch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
-        patch.setenv("ASSAY_CACHE_DIR", str(cache))
-        try:
-            main(["eval", str(example.evalset), "--traces", str(example.traces),
-                  "--history-file", str(history)])  # fmt: skip
-        except SystemExit as done:
-            assert done.code in (0, 1, None)
-    with HistoryStore(history) as store:
-        return store.runs(limit=1)[0].id
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +33,7 @@ def recorded(
     tmp_path_factory: pytest.TempPathFactory, approving_judge: JudgeServer
 ) -> tuple[Path, str]:
     """One recorded run of the example, shared by the module (copied per test that writes)."""
-    folder = tmp_path_factory.mktemp("labelled")
-    history = folder / "history.sqlite"
-    return history, record(history, folder / "cache", approving_judge)
+    return record_run(tmp_path_factory.mktemp("labelled"), approving_judge)
 
 
 @pytest.fixture

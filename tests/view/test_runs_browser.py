@@ -4,7 +4,6 @@ applied by the page's script, and screenshots at 1400 and 800 px wide."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from _judge_server import JudgeServer
 
 from assay.view import ViewServer, ViewSettings
 from view._case_runs import record_example
+from view._pages import screenshots
 
 browser = _browser.browser
 
@@ -31,30 +31,6 @@ def served(
         yield server, regressed
     finally:
         server.stop()
-
-
-def screenshots(browser: Any, name: str, folder: Path, fits: bool = False) -> list[Path]:
-    """The page at 1400 and 800 px wide, full height, under ``folder`` (and
-    ``$ASSAY_SCREENSHOTS``); with ``fits``, the page must not scroll sideways at either."""
-    taken = []
-    for width in (1400, 800):
-        browser.set_window_size(width, 1000)
-        if fits:
-            wider = browser.execute_script(
-                "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
-            )
-            assert wider <= 0, f"{name} scrolls sideways by {wider} px at {width} px"
-        height = browser.execute_script("return document.documentElement.scrollHeight")
-        browser.set_window_size(width, min(int(height) + 120, 4000))
-        path = folder / f"{name}-{width}.png"
-        assert browser.save_screenshot(str(path))
-        taken.append(path)
-        extra = os.environ.get("ASSAY_SCREENSHOTS")
-        if extra:
-            Path(extra).mkdir(parents=True, exist_ok=True)
-            browser.save_screenshot(str(Path(extra) / path.name))
-    browser.set_window_size(1280, 1000)
-    return taken
 
 
 def test_runs_page_shows_the_example_runs_with_their_trend(
