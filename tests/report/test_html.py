@@ -184,8 +184,8 @@ def test_empty_results_render() -> None:
 def test_every_template_ships_inside_the_built_wheel(tmp_path: Path) -> None:
     """The wheel built from this tree (by the project's build backend, offline) holds every file
     of each page's ``templates`` (the report's, with the shell every page extends, the
-    comparison's and the judge agreement's): the editable install reads them from the source
-    tree, so only the wheel shows what users get."""
+    comparison's, the judge agreement's and the view's) and the view's scripts: the editable
+    install reads them from the source tree, so only the wheel shows what users get."""
     root = Path(__file__).resolve().parents[2]
     build = "import sys, hatchling.build as b; print(b.build_wheel(sys.argv[1]))"
     built = subprocess.run(
@@ -199,9 +199,10 @@ def test_every_template_ships_inside_the_built_wheel(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
     wanted: dict[str, set[str]] = {}
-    for package in ("assay.report", "assay.compare", "assay.agreement"):
-        source = resources.files(package) / "templates"
-        folder = f"{package.replace('.', '/')}/templates/"
+    places = [(p, "templates") for p in ("assay.report", "assay.compare", "assay.agreement")]
+    for package, kind in [*places, ("assay.view", "templates"), ("assay.view", "static")]:
+        source = resources.files(package) / kind
+        folder = f"{package.replace('.', '/')}/{kind}/"
         wanted[folder] = {entry.name for entry in source.iterdir() if entry.is_file()}
         shipped = {name.removeprefix(folder) for name in names if name.startswith(folder)}
         assert shipped == wanted[folder], folder
@@ -209,7 +210,9 @@ def test_every_template_ships_inside_the_built_wheel(tmp_path: Path) -> None:
         "assay/report/templates/"
     ]
     assert wanted["assay/compare/templates/"] == {"compare.html.j2"}
-    assert wanted["assay/agreement/templates/"] == {"agree.html.j2"}
+    assert {"agree.html.j2", "agree_sections.html.j2"} <= wanted["assay/agreement/templates/"]
+    assert {"view.html.j2", "label_macros.html.j2"} <= wanted["assay/view/templates/"]
+    assert {"view.js", "label.js", "live.js"} <= wanted["assay/view/static/"]
 
 
 def test_each_case_body_is_on_the_line_of_its_case_number() -> None:
