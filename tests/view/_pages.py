@@ -65,3 +65,13 @@ def screenshots(
             shots.append(shot)
     browser.set_window_size(1280, 1000)
     return shots
+
+
+def copy_history(source: Path, folder: Path) -> Path:
+    """A copy of the history ``source`` in ``folder`` (SQLite's own backup), for a test module
+    that writes labels or cards into it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / "history.sqlite"
+    with HistoryStore(source) as original, HistoryStore(copy) as target:
+        original._connection().backup(target._connection())
+    return copy

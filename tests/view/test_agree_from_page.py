@@ -25,7 +25,7 @@ from assay.view import labelling
 from assay.view.context import View, ViewSettings
 from assay.view.judging import LabelsUnavailable
 from assay.view.server import ViewServer
-from view._pages import record_run
+from view._pages import copy_history
 
 HOSTILE = '<img src=x onerror="alert(1)">'
 LABELS: list[dict[str, Any]] = [
@@ -41,10 +41,10 @@ Export = Callable[[View, str, Path], Path]
 
 @pytest.fixture(scope="module")
 def recorded(
-    approving_judge: JudgeServer, tmp_path_factory: pytest.TempPathFactory
+    example_run: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, str]:
     """The example's run recorded by ``assay eval`` into a history: (history, run id)."""
-    return record_run(tmp_path_factory.mktemp("agree-history"), approving_judge)
+    return copy_history(example_run[0], tmp_path_factory.mktemp("agree-history")), example_run[1]
 
 
 def write_labels(folder: Path, labels: list[dict[str, Any]] = LABELS) -> Path:

@@ -18,7 +18,7 @@ from _support import Example
 from assay.view import labelling
 from assay.view.context import View, ViewSettings
 from assay.view.server import ViewServer
-from view._pages import record_run, screenshots
+from view._pages import copy_history, screenshots
 
 browser = _browser.browser
 HOSTILE = '<img src=x onerror="window.__pwned=1">'
@@ -35,10 +35,11 @@ LABELS: list[dict[str, Any]] = [
 
 @pytest.fixture(scope="module")
 def served(
-    approving_judge: JudgeServer, tmp_path_factory: pytest.TempPathFactory
+    example_run: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[ViewServer, str]]:
     """The example's run recorded by ``assay eval``, served by the view: (server, run id)."""
-    history, run_id = record_run(tmp_path_factory.mktemp("cards-browser"), approving_judge)
+    history = copy_history(example_run[0], tmp_path_factory.mktemp("cards-browser"))
+    run_id = example_run[1]
     server = ViewServer(ViewSettings(history)).start()
     try:
         yield server, run_id

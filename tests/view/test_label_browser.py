@@ -11,11 +11,10 @@ from typing import Any
 
 import _browser
 import pytest
-from _judge_server import JudgeServer
 
 from assay.history.store import HistoryStore
 from assay.view import ViewServer, ViewSettings
-from view._pages import record_run, screenshots
+from view._pages import copy_history, screenshots
 
 browser = _browser.browser
 IMG = '<img src=x onerror="window.__pwned=1">'
@@ -23,10 +22,10 @@ IMG = '<img src=x onerror="window.__pwned=1">'
 
 @pytest.fixture(scope="module")
 def served(
-    tmp_path_factory: pytest.TempPathFactory, approving_judge: JudgeServer
+    tmp_path_factory: pytest.TempPathFactory, example_run: tuple[Path, str]
 ) -> Iterator[tuple[ViewServer, Path, str]]:
-    folder = tmp_path_factory.mktemp("label-browser")
-    history, run_id = record_run(folder, approving_judge)
+    history = copy_history(example_run[0], tmp_path_factory.mktemp("label-browser"))
+    run_id = example_run[1]
     server = ViewServer(ViewSettings(history, labeller="ana")).start()
     try:
         yield server, history, run_id

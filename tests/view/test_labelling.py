@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from _judge_server import JudgeServer
 from _support import RunCli
 
 from assay.agreement.labels import load_labels
@@ -23,17 +22,17 @@ from assay.view import ViewServer, ViewSettings
 from assay.view.context import View
 from assay.view.labelling import export_labels, judged_units, people_agreement, units_for_case
 from assay.view.security import Guard
-from view._pages import record_run
+from view._pages import copy_history
 
 IMG = '<img src=x onerror="window.__pwned=1">'
 
 
 @pytest.fixture(scope="module")
 def recorded(
-    tmp_path_factory: pytest.TempPathFactory, approving_judge: JudgeServer
+    tmp_path_factory: pytest.TempPathFactory, example_run: tuple[Path, str]
 ) -> tuple[Path, str]:
     """One recorded run of the example, shared by the module (copied per test that writes)."""
-    return record_run(tmp_path_factory.mktemp("labelled"), approving_judge)
+    return copy_history(example_run[0], tmp_path_factory.mktemp("labelled")), example_run[1]
 
 
 @pytest.fixture
