@@ -156,6 +156,18 @@ class LiveModelConfig(AssayModel):
     timeout_seconds: int = DEFAULT_LIVE_TIMEOUT_S
 
 
+class ModelPrice(AssayModel):
+    """What a judge model costs, in US dollars per million tokens: ``input`` (prompt) and
+    ``output`` (completion), and, where the provider's batch API prices them otherwise,
+    ``batch_input`` and ``batch_output`` (left out: half the ordinary price, as OpenAI's and
+    Gemini's batch APIs charge). assay's own key (``prices`` in a config), which ADK ignores."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    batch_input: float | None = Field(default=None, ge=0)
+    batch_output: float | None = Field(default=None, ge=0)
+
+
 class EvalConfig(AssayModel):
     """What to score: ``criteria`` (metric name -> threshold or criterion) and related settings.
 
@@ -166,6 +178,9 @@ class EvalConfig(AssayModel):
     custom_metrics: dict[str, CustomMetricConfig] | None = None
     user_simulator_config: UserSimulatorConfig | None = None
     live_model_config: LiveModelConfig | None = None
+    prices: dict[str, ModelPrice] | None = None
+    """assay's addition: judge model prices (model string or name -> :class:`ModelPrice`), read
+    before the bundled table (:mod:`assay.llm.prices`); ADK ignores the key."""
 
     _warnings: tuple[Problem, ...] = PrivateAttr(default=())
 
@@ -237,6 +252,7 @@ def _shape(annotation: Any) -> _Shape:
 
 _CUSTOM = _shape(dict[str, CustomMetricConfig])
 _LIVE = _shape(LiveModelConfig)
+_PRICES = _shape(dict[str, ModelPrice])
 _SIMULATORS = {
     "llm_backed": _shape(UserSimulatorConfig),
     "llm_audio": _shape(AudioUserSimulatorConfig),
@@ -363,6 +379,11 @@ def _check(data: Mapping[str, Any], file: str) -> _Checked:
             value = {k: v for k, (_, v) in checked.split(value, LiveModelConfig, [key])[0].items()}
         checked.values["live_model_config"] = (
             None if value is None else checked.validate(_LIVE, value, [key])
+        )
+    if "prices" in given:
+        key, value = given["prices"]
+        checked.values["prices"] = (
+            None if value is None else checked.validate(_PRICES, value, [key])
         )
     key, criteria = given.get("criteria", ("criteria", {}))
     if not isinstance(criteria, dict):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from assay.llm.base import LlmRequest, LlmResponse, Message, UsageLedger
+from assay.llm.budget import CostMeter
 from assay.llm.profile import CriterionProfile
 
 
@@ -49,6 +50,13 @@ class Judge:
     transcript: dict[tuple[str, str], str] | None = None
     """When given, the user message of each case's first request is kept here, by (metric,
     case id): what ``assay judge align`` shows the judge as exemplars."""
+    early_stop: bool = False
+    """Stop asking an invocation's samples once the majority vote is decided
+    (``--early-stop-votes``; :func:`assay.metrics.judging.ask_samples`)."""
+    meter: CostMeter | None = None
+    """The run's cost meter (shared by every judge of the run): prices each answer, and, with
+    ``--max-cost``, refuses to start a call once the cap is reached
+    (:class:`~assay.llm.budget.CostCapReached`)."""
 
     def profile_note(self) -> str | None:
         """How the profile decides this judge's verdicts, in words; None without one."""
@@ -69,8 +77,10 @@ class Judge:
         return self.client.model
 
     async def ask(self, request: LlmRequest, *, sample: int, case_id: str) -> LlmResponse:
-        """Send one sample of ``request``; its usage is counted against this metric and case.
-        The answer is the judge's own (a profile decides it later, beside it)."""
+        """Send one sample of ``request``; its usage is counted against this metric and case
+        (and priced by the run's :attr:`meter`). The answer is the judge's own (a profile
+        decides it later, beside it). Raises :class:`~assay.llm.budget.CostCapReached` without
+        calling when the run's ``--max-cost`` is reached."""
         if self.transcript is not None:
             users = [m.content for m in request.messages if m.role == "user"]
             if users:
@@ -78,8 +88,12 @@ class Judge:
         profile = self.profile
         if profile is not None and profile.exemplars:
             request = _with_exemplars(request, profile, case_id)
+        if self.meter is not None:
+            self.meter.check(self.model)
         response = await self.client.generate(request, sample=sample)
         self.ledger.add(self.metric, case_id, response.usage)
+        if self.meter is not None:
+            self.meter.charge(self.metric, self.model, response.usage)
         return response
 
 

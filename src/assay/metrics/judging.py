@@ -29,6 +29,7 @@ from assay.llm.base import (
     TokenUsage,
     generation_settings,
 )
+from assay.llm.budget import CostCapReached
 from assay.llm.profile import CriterionProfile
 from assay.metrics.notes import AlignedChoice, Alignment, JudgeSample
 
@@ -58,6 +59,9 @@ class SampleOutcome(Generic[T]):
     value: T | None
     note: JudgeSample
     usage: TokenUsage
+    stopped: str | None = None
+    """Why the call was never started (the run's ``--max-cost`` was reached): the invocation's
+    NOT_EVALUATED reason as it is, without "judge call failed"."""
 
 
 def sample_limit(criterion: LlmAsAJudgeCriterion) -> int | None:
@@ -99,11 +103,20 @@ async def ask_samples(
     parse: Callable[[str], Parsed[T]],
     limit: int | None = None,
     semaphore: asyncio.Semaphore | None = None,
+    early_stop: bool | None = None,
 ) -> list[SampleOutcome[T]]:
     """Ask ``num_samples`` times concurrently; outcomes come back in sample order.
 
     ``limit`` caps this invocation's concurrent calls; a ``semaphore`` shared by the invocations
     of a case caps them all together (ADK's ``parallelism_limit`` covers a whole case).
+
+    With ``early_stop`` (None: the judge's own setting, ``--early-stop-votes``), samples are
+    asked in waves, each as small as could decide the vote (:func:`next_wave`: 3 of 5 first),
+    its calls concurrent; asking stops once the majority vote is decided (the samples left
+    cannot change the verdict, nor which sample gives it) or a call failed (the invocation is
+    then NOT_EVALUATED whatever the rest say). Only the samples asked come back, so the notes
+    record how many were taken. Sample indexes are the same as without it (0, 1, ...), so the
+    response cache serves either way.
     """
     if semaphore is None and limit:
         semaphore = asyncio.Semaphore(limit)
@@ -114,7 +127,101 @@ async def ask_samples(
         async with semaphore:
             return await _one_sample(judge, request, index, case_id, parse)
 
-    return list(await asyncio.gather(*(one(i) for i in range(num_samples))))
+    stop = _judge_setting(judge, "early_stop") if early_stop is None else early_stop
+    if not stop or num_samples <= 1:
+        return list(await asyncio.gather(*(one(i) for i in range(num_samples))))
+    share = _judge_setting(judge, "vote_share")
+    outcomes: list[SampleOutcome[T]] = []
+    while len(outcomes) < num_samples:
+        if any(o.note.error is not None for o in outcomes):
+            break
+        wave = next_wave([o.value for o in outcomes], num_samples - len(outcomes), share)
+        if wave == 0:
+            break
+        start = len(outcomes)
+        outcomes += await asyncio.gather(*(one(i) for i in range(start, start + wave)))
+    return outcomes
+
+
+def _judge_setting(judge: Asker, name: str) -> Any:
+    """A :class:`~assay.llm.judge.Judge` setting of ``judge``, or of the judge an asker wraps
+    (a rubric metric's per-rubric asker holds it as ``judge``); None without one."""
+    if hasattr(judge, name):
+        return getattr(judge, name)
+    return getattr(getattr(judge, "judge", None), name, None)
+
+
+def next_wave(values: Sequence[object], remaining: int, share: float | None = None) -> int:
+    """How many more samples to ask at once: 0 when the vote over ``values`` (the samples'
+    parsed values so far) is decided whatever the ``remaining`` samples say, else the fewest
+    that could decide it if they all agreed (so a judge that agrees with itself costs one wave
+    of a bare majority), and every remaining one when the values are of a kind whose vote this
+    cannot follow.
+
+    A value is voted on as :func:`majority_index` does: a number (one verdict) or a rubric
+    sample (``scores``, each with a ``rubric_id`` and a ``score``: one vote per rubric). A
+    rubric sample counts only while every sample answered the same rubrics, each once (else a
+    later sample could add a rubric to the vote)."""
+    tallies = _tallies(values)
+    if tallies is None:
+        return remaining
+    waves = [_wave(positive, negative, remaining, share) for positive, negative in tallies]
+    return max(waves, default=0)
+
+
+def _tallies(values: Sequence[object]) -> list[tuple[int, int]] | None:
+    """(positive, negative) votes per question so far; None when they cannot be followed."""
+    found = [v for v in values if v is not None]
+    if not found:
+        return [(0, 0)]
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in found):
+        return [_count(found)]
+    ballots: list[dict[str, float | None]] = []
+    for value in found:
+        scores = getattr(value, "scores", None)
+        if not isinstance(scores, list):
+            return None
+        ids = [getattr(s, "rubric_id", None) for s in scores]
+        if not ids or len(set(ids)) != len(ids) or any(not isinstance(i, str) for i in ids):
+            return None
+        ballots.append(
+            dict(zip(map(str, ids), (getattr(s, "score", None) for s in scores), strict=True))
+        )
+    if any(b.keys() != ballots[0].keys() for b in ballots):
+        return None
+    return [_count([b[key] for b in ballots]) for key in ballots[0]]
+
+
+def _count(scores: Sequence[object]) -> tuple[int, int]:
+    positive = sum(1 for s in scores if s == 1.0)
+    negative = sum(1 for s in scores if s is not None and s != 1.0)
+    return positive, negative
+
+
+def _wave(positive: int, negative: int, remaining: int, share: float | None) -> int:
+    """The fewest more samples that could decide one question (0: decided)."""
+    for more in range(remaining + 1):
+        left = remaining - more
+        if _decided(positive + more, negative, left, share) or _decided(
+            positive, negative + more, left, share
+        ):
+            return more
+    return remaining
+
+
+def _decided(positive: int, negative: int, remaining: int, share: float | None) -> bool:
+    """Whether :func:`majority_index` gives the same verdict, from a sample already taken,
+    whatever ``remaining`` more samples say (each yes, no or unparsed)."""
+    if share is None:
+        return positive > negative + remaining or (
+            negative > 0 and positive + remaining <= negative
+        )
+    total = positive + negative + remaining
+    if total == 0:
+        return False
+    yes = positive > 0 and positive / total >= share
+    no = negative > 0 and (positive + remaining) / total < share
+    return yes or no
 
 
 async def _one_sample(
@@ -126,6 +233,9 @@ async def _one_sample(
 ) -> SampleOutcome[T]:
     try:
         response = await judge.ask(request, sample=index, case_id=case_id)
+    except CostCapReached as exc:
+        note = JudgeSample(sample=index, error=str(exc))
+        return SampleOutcome(None, note, TokenUsage(), stopped=str(exc))
     except LlmError as exc:
         return SampleOutcome(None, JudgeSample(sample=index, error=str(exc)), TokenUsage())
     own = parse(response.text)
@@ -177,6 +287,8 @@ def call_failure(outcomes: Sequence[SampleOutcome[T]]) -> str | None:
     """The first failed call's error, if any sample's call failed (ADK: the invocation is then
     NOT_EVALUATED)."""
     for outcome in outcomes:
+        if outcome.stopped is not None:
+            return outcome.stopped
         if outcome.note.error is not None:
             return f"judge call failed (sample {outcome.note.sample}): {outcome.note.error}"
     return None

@@ -21,7 +21,9 @@ from rich.table import Table
 from assay.evalset.content import content_text
 from assay.evalset.invocation import Invocation
 from assay.llm.base import TokenUsage
+from assay.llm.budget import cap_words
 from assay.llm.client import StoppedJudge, replace_stopped, stopped_judge
+from assay.llm.prices import PriceBook, format_usd
 from assay.metrics.base import EvalStatus
 from assay.report.judge_agreement import (
     MEASURE_HINT,
@@ -491,6 +493,48 @@ def usage_line(results: Sequence[EvalSetResult]) -> str | None:
     )
 
 
+def run_costs(results: Sequence[EvalSetResult]) -> tuple[dict[str, float], list[str]]:
+    """US dollars per metric over the run, and the metrics with judge calls whose price is
+    unknown. A result's recorded ``cost_usd`` is used as it is; a metric it lacks is priced
+    from its usage and judge model by the bundled table (results written before costs were)."""
+    book = PriceBook(use_litellm=False)  # reading results never imports LiteLLM
+    costs: dict[str, float] = {}
+    unknown: set[str] = set()
+    for result in results:
+        notes = result.assay
+        if notes is None:
+            continue
+        for metric, usage in notes.usage.items():
+            dollars: float | None = notes.cost_usd.get(metric)
+            judge = notes.judges.get(metric)
+            if dollars is None and judge is not None and judge.model:
+                dollars = book.cost(judge.model, usage)
+            if dollars is None:
+                if usage.calls:
+                    unknown.add(metric)
+                continue
+            costs[metric] = costs.get(metric, 0.0) + dollars
+    return costs, sorted(unknown - set(costs))
+
+
+def cost_line(results: Sequence[EvalSetResult]) -> str | None:
+    """The judges' cost over the run, per metric (``judge cost: $0.0123 (final_response_match_v2
+    $0.0100, ...)``), with the ``--max-cost`` cap when the run had one; None with no priced call."""
+    costs, unknown = run_costs(results)
+    if not costs and not unknown:
+        return None
+    parts = [f"{escape(m)} {format_usd(c)}" for m, c in sorted(costs.items())]
+    line = f"judge cost: {format_usd(sum(costs.values()))}"
+    if len(parts) > 1:
+        line += f" ({', '.join(parts)})"
+    caps = [r.assay.max_cost_usd for r in results if r.assay and r.assay.max_cost_usd is not None]
+    if caps:
+        line += f"; {cap_words(caps[0])}"
+    if unknown:
+        line += f"; price unknown for {', '.join(escape(m) for m in unknown)}"
+    return line
+
+
 NAMED = 5
 """Cases the summary line names per status before ``and N more``."""
 
@@ -607,4 +651,7 @@ def print_results(
     usage = usage_line(results)
     if usage:
         console.print(usage)
+    cost = cost_line(results)
+    if cost:
+        console.print(cost)
     console.print(summary_line(summary, named))

@@ -223,6 +223,11 @@ class SetNotes(AssayModel):
     warnings: list[str] = Field(default_factory=list)
     judges: dict[str, JudgeInfo] = Field(default_factory=dict)
     usage: dict[str, TokenUsage] = Field(default_factory=dict)
+    cost_usd: dict[str, float] = Field(default_factory=dict)
+    """US dollars each metric's judge calls cost (beside :attr:`usage`), for the metrics whose
+    judge's price was known (:mod:`assay.llm.prices`); empty in results written before."""
+    max_cost_usd: float | None = None
+    """The run's ``--max-cost``, when it had one."""
 
 
 class EvalSetResult(AssayModel):

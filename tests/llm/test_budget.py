@@ -1,0 +1,93 @@
+"""``--max-cost``: a run's judge spending is priced as answers arrive; once the cap is reached no
+new judge call starts, the verdicts left are NOT_EVALUATED with the reason, and every verdict
+finished before is kept. Over real HTTP (the stub server reports token usage)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from _judge_server import JudgeServer, Reply
+
+from assay.config import LlmAsAJudgeCriterion
+from assay.config.eval_config import ModelPrice
+from assay.evalset.case import EvalCase
+from assay.evalset.invocation import Invocation
+from assay.llm.backends.openai_compat import OpenAICompatBackend
+from assay.llm.budget import CostCapReached, CostMeter
+from assay.llm.client import LlmClient
+from assay.llm.judge import Judge
+from assay.llm.prices import PriceBook
+from assay.metrics.base import EvalStatus, MetricResult
+from assay.metrics.final_response_match import FinalResponseMatchV2Metric
+
+# 1,000 prompt tokens at $1/M and 100 completion tokens at $10/M: $0.002 a call.
+PRICES = PriceBook({"judge": ModelPrice(input=1.0, output=10.0)}, use_litellm=False)
+VALID = json.dumps({"reasoning": "r", "is_the_agent_response_valid": "valid"})
+
+
+def _reply(body: dict[str, object]) -> Reply:
+    return Reply.ok(VALID, prompt_tokens=1000, completion_tokens=100)
+
+
+def _invocation(index: int) -> Invocation:
+    return Invocation.model_validate(
+        {
+            "invocation_id": f"inv-{index}",
+            "user_content": {"role": "user", "parts": [{"text": f"question {index}"}]},
+            "final_response": {"role": "model", "parts": [{"text": f"answer {index}"}]},
+        }
+    )
+
+
+async def _judged(server: JudgeServer, meter: CostMeter, invocations: int) -> MetricResult:
+    criterion = LlmAsAJudgeCriterion.model_validate(
+        {"threshold": 0.5, "judge_model_options": {"num_samples": 1, "parallelism_limit": 1}}
+    )
+    backend = OpenAICompatBackend("openai:judge", base_url=server.base_url)
+    async with LlmClient(backend, concurrency=1) as client:
+        judge = Judge(client, "final_response_match_v2", meter=meter)
+        metric = FinalResponseMatchV2Metric(criterion, judge)
+        actual = [_invocation(i) for i in range(invocations)]
+        case = EvalCase(eval_id="c", conversation=actual)
+        return await metric.evaluate(actual, actual, case)
+
+
+def test_a_cap_reached_mid_run_stops_new_calls_and_keeps_the_finished_verdicts() -> None:
+    meter = CostMeter(PRICES, max_usd=0.005)
+    with JudgeServer(reply=_reply) as server:
+        result = asyncio.run(_judged(server, meter, invocations=10))
+        calls = server.count()
+    assert calls == 3  # $0.002, $0.004, $0.006: the cap is reached after the third
+    statuses = [inv.status for inv in result.per_invocation]
+    assert statuses[:3] == [EvalStatus.PASSED] * 3
+    assert statuses[3:] == [EvalStatus.NOT_EVALUATED] * 7
+    assert result.notes is not None
+    reasons = [inv.reason for inv in result.notes.per_invocation]
+    assert reasons[:3] == [None] * 3
+    assert all(r is not None and r.startswith("--max-cost 0.005 reached") for r in reasons[3:])
+    assert meter.spent_usd == pytest.approx(0.006)
+    assert meter.metric_costs() == {"final_response_match_v2": pytest.approx(0.006)}
+    assert meter.refused == 7
+
+
+def test_without_a_cap_every_call_is_made_and_priced() -> None:
+    meter = CostMeter(PRICES)
+    with JudgeServer(reply=_reply) as server:
+        result = asyncio.run(_judged(server, meter, invocations=4))
+        assert server.count() == 4
+    assert result.status is EvalStatus.PASSED
+    assert meter.spent_usd == pytest.approx(0.008)
+
+
+def test_a_judge_without_a_known_price_is_not_run_under_a_cap() -> None:
+    meter = CostMeter(PriceBook(use_litellm=False), max_usd=1.0)
+    with pytest.raises(CostCapReached, match="needs a price for openai:judge"):
+        meter.check("openai:judge")
+    meter.check("local:")  # the embedded judge costs nothing
+
+
+def test_a_negative_cap_is_refused() -> None:
+    with pytest.raises(ValueError, match="cannot be negative"):
+        CostMeter(PRICES, max_usd=-1.0)
