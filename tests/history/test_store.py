@@ -181,7 +181,7 @@ def test_a_schema_version_1_history_is_upgraded_and_its_cases_read_back(tmp_path
         run = store.start_run([], CONFIG)
         store.write_cases(run, [])
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
     db.close()
 
 

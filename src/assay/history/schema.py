@@ -1,6 +1,6 @@
 """The run history's SQL schema, and what each version added.
 
-Schema version 5 (``PRAGMA user_version``):
+Schema version 6 (``PRAGMA user_version``):
 
 ``runs``
     one row per run: id (``20261122-041500-ab12``: UTC start time and four random hex digits, so
@@ -36,15 +36,22 @@ Schema version 5 (``PRAGMA user_version``):
     the run, eval set, case and run number, the criterion, the turn (from 1), the rubric (``''``
     for none) and sentence (0 for none), who labelled it, the label, a one-line reason and when;
     one per unit and labeller (a new label replaces the old), indexed by run and criterion.
+``judge_batches``
+    one row per provider batch a run's judges submitted (``--judge-batch``,
+    :mod:`assay.history.batches`): the provider (backend kind and base URL), the batch id, the
+    judge model, the run, when it was submitted, its status (``submitted``, then ``collected``
+    once its answers are in the response cache, and when), and the cache keys of its lines as
+    a JSON list; indexed by provider, model and status, so a later run finds the open ones.
 
 A file of an older version is upgraded in place when it is opened: every table is created if it
-is missing, nothing is changed in those that exist. Schema version 4 had no ``labels``. Schema version 3 had no ``blob_parts``.
+is missing, nothing is changed in those that exist. Schema version 5 had no
+``judge_batches``. Schema version 4 had no ``labels``. Schema version 3 had no ``blob_parts``.
 Schema version 2 had no ``judge_cards``.
 Schema version 1 had no ``run_metrics``, ``run_inputs`` or ``blobs`` and stored each case
 result as full JSON; such a file is upgraded in place and its case results read as they are.
 """
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -135,4 +142,16 @@ CREATE TABLE IF NOT EXISTS labels (
                  sentence, labeller)
 );
 CREATE INDEX IF NOT EXISTS labels_criterion ON labels (criterion, run_id);
+CREATE TABLE IF NOT EXISTS judge_batches (
+    provider TEXT NOT NULL,
+    batch_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    run_id TEXT,
+    submitted REAL NOT NULL,
+    status TEXT NOT NULL,
+    keys TEXT NOT NULL,
+    closed REAL,
+    PRIMARY KEY (provider, batch_id)
+);
+CREATE INDEX IF NOT EXISTS judge_batches_open ON judge_batches (provider, model, status);
 """

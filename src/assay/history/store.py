@@ -31,6 +31,7 @@ from pydantic import ValidationError
 
 from assay._version import __version__
 from assay.errors import InputError
+from assay.history.batches import Batches
 from assay.history.cards import CardKey, JudgeCards
 from assay.history.compact import Header, Inputs, RecordError, decode, may_need_inputs, parse_header
 from assay.history.inputs import InputFile, PackedInput, keep_blob, load_stored, place, unpack
@@ -79,6 +80,8 @@ class HistoryStore:
         self._cards = JudgeCards(self._read, self._write)
         self.labels = Labels(self._read, self._write)
         """People's labels on the runs' judged units (:mod:`assay.history.labels`)."""
+        self.batches = Batches(self._read, self._write)
+        """The provider batches the runs' judges submitted (:mod:`assay.history.batches`)."""
 
     def __enter__(self) -> HistoryStore:
         return self

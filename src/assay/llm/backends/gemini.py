@@ -187,6 +187,12 @@ def _contents(request: LlmRequest) -> list[types.Content]:
     ]
 
 
+def request_contents(request: LlmRequest) -> list[types.Content]:
+    """The ``contents`` of ``request`` as :meth:`GeminiBackend.generate` sends them (the system
+    message goes in the config)."""
+    return _contents(request)
+
+
 def _usage(response: Any) -> TokenUsage:
     metadata = getattr(response, "usage_metadata", None)
     prompt = getattr(metadata, "prompt_token_count", None) or 0
@@ -251,6 +257,32 @@ class GeminiBackend:
     def cache_identity(self) -> Mapping[str, Any]:
         """Whether calls go to Vertex AI (the same name may answer differently there)."""
         return {"vertexai": self._vertexai}
+
+    @property
+    def genai_client(self) -> Any:
+        """The google-genai client calls go through (the batch API,
+        :mod:`assay.llm.backends.gemini_batch`, shares it)."""
+        return self._client
+
+    @property
+    def target(self) -> str:
+        """The model name sent to Gemini (without a ``gemini:`` prefix)."""
+        return self._target
+
+    @property
+    def vertexai(self) -> bool:
+        """Whether calls go to Vertex AI rather than the Gemini API."""
+        return self._vertexai
+
+    def response(self, answer: Any) -> LlmResponse:
+        """A google-genai ``GenerateContentResponse`` (a batch line's answer) as a response,
+        read as :meth:`generate` reads its own."""
+        return LlmResponse(
+            text=getattr(answer, "text", None) or "",
+            model=self._model,
+            usage=_usage(answer),
+            raw=_raw(answer),
+        )
 
     async def generate(self, request: LlmRequest) -> LlmResponse:
         """One ``generate_content`` call; google-genai's errors become :class:`LlmError`."""

@@ -161,6 +161,24 @@ class OpenAICompatBackend:
             await self._http.aclose()
             self._http = None
 
+    def http(self) -> httpx.AsyncClient:
+        """The connection pool this backend sends through, based at its base URL (the batch
+        API, :mod:`assay.llm.backends.openai_batch`, shares it and its key)."""
+        return self._client()
+
+    def completion(self, data: Any, request: LlmRequest | None = None) -> LlmResponse:
+        """A chat completion's JSON body (a batch line's answer) as a response; the same
+        malformed-response errors as :meth:`generate`."""
+        return self._parse(httpx.Response(200, json=data), request)
+
+    def status_error(self, response: httpx.Response) -> LlmCallError:
+        """The error for an HTTP error ``response`` (redacted, retryable where a retry can help)."""
+        return self._status_error(response)
+
+    def failure(self, message: str, *, retryable: bool = False) -> LlmCallError:
+        """An error with ``message``, the API key masked."""
+        return self._error(message, retryable=retryable)
+
     def request_body(self, request: LlmRequest, *, with_schema: bool) -> dict[str, Any]:
         """The JSON body for ``request``; ``request.params`` are merged in last (they cannot
         replace the model or the messages)."""
