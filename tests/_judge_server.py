@@ -15,6 +15,13 @@ or a plain string (a 200 completion with that text). Requests are served concurr
 per connection, with HTTP/1.1 keep-alive; ``latency_s`` delays every completion, so a test can
 see how many requests were in flight at once (:attr:`JudgeServer.max_in_flight`).
 
+``max_concurrent`` makes it a provider with a concurrency limit: a completion that arrives while
+that many are being served is refused at once with 429 and ``Retry-After: retry_after``
+(:attr:`JudgeServer.refused` counts them; :attr:`JudgeServer.served_at_once` records, per answered
+request, how many were being served with it). A request stops counting as served when its answer
+starts to be written, so a client that sends its next request on the answer is never refused for
+the server's own bookkeeping. Without it (the default) every request is served.
+
 Closing the server wakes every delayed reply, closes every open connection and joins every thread.
 """
 
@@ -25,6 +32,7 @@ import json
 import socket
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -91,13 +99,14 @@ class Reply:
 
 @dataclass(frozen=True)
 class Received:
-    """One request the server received: method, path, headers (lower-case names) and the body
-    parsed as JSON (None if it was not JSON)."""
+    """One request the server received: method, path, headers (lower-case names), the body
+    parsed as JSON (None if it was not JSON), and when it arrived (``time.monotonic()``)."""
 
     method: str
     path: str
     headers: dict[str, str]
     body: Any
+    at: float = field(default_factory=time.monotonic)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -117,8 +126,16 @@ class JudgeServer:
         default: Reply | str = "ok",
         latency_s: float = 0.0,
         model: str = "stub-judge",
+        max_concurrent: int | None = None,
+        retry_after: str = "1",
     ) -> None:
+        if max_concurrent is not None and max_concurrent < 1:
+            raise ValueError("max_concurrent must be at least 1")
         self.reply = reply
+        self.max_concurrent = max_concurrent
+        """Completions served at once before the rest are refused with 429 (None: no limit);
+        may be changed while the server runs."""
+        self.retry_after = retry_after
         self.default = default
         self.latency_s = latency_s
         self.model = model
@@ -128,6 +145,9 @@ class JudgeServer:
         self._received: list[Received] = []
         self._in_flight = 0
         self._max_in_flight = 0
+        self._serving = 0
+        self._refused = 0
+        self._served_at_once: list[int] = []
         self._stopping = threading.Event()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -213,11 +233,42 @@ class JudgeServer:
         with self._lock:
             return self._max_in_flight
 
+    @property
+    def refused(self) -> int:
+        """Completions refused with 429 because ``max_concurrent`` were being served."""
+        with self._lock:
+            return self._refused
+
+    @property
+    def served_at_once(self) -> list[int]:
+        """For each completion served under ``max_concurrent``, in order, how many were being
+        served with it (itself included)."""
+        with self._lock:
+            return list(self._served_at_once)
+
     # -- used by the handler threads ------------------------------------------------------
 
     def _record(self, received: Received) -> None:
         with self._lock:
             self._received.append(received)
+
+    def _admit(self) -> bool:
+        """Whether a completion may be served now (``max_concurrent`` not reached); one that
+        may counts as served until :meth:`_done_serving`."""
+        with self._lock:
+            if self.max_concurrent is None:
+                return True
+            if self._serving >= self.max_concurrent:
+                self._refused += 1
+                return False
+            self._serving += 1
+            self._served_at_once.append(self._serving)
+            return True
+
+    def _done_serving(self) -> None:
+        with self._lock:
+            if self.max_concurrent is not None:
+                self._serving = max(0, self._serving - 1)
 
     def _begin(self, body: Any) -> Reply:
         with self._lock:
@@ -317,6 +368,7 @@ class _Handler(BaseHTTPRequestHandler):
     stub: JudgeServer  # set on the subclass JudgeServer.start makes
     timeout = 30  # a connection idle this long is closed
     disable_nagle_algorithm = True  # headers and body go out as separate writes; no 40 ms delay
+    _serving = False  # this connection's request counts against max_concurrent
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet."""
@@ -343,14 +395,30 @@ class _Handler(BaseHTTPRequestHandler):
         if body is None:
             self._send(400, {"error": {"message": "the request body is not JSON"}})
             return
-        reply = self.stub._begin(body)
+        if not self.stub._admit():
+            message = {"error": {"message": "too many requests at once", "code": 429}}
+            self._send(429, message, {"Retry-After": self.stub.retry_after})
+            return
+        self._serving = True
         try:
-            self._answer(reply, body)
+            reply = self.stub._begin(body)
+            try:
+                self._answer(reply, body)
+            finally:
+                self.stub._end()
         finally:
-            self.stub._end()
+            self._stop_serving()
+
+    def _stop_serving(self) -> None:
+        """This request no longer counts against ``max_concurrent`` (once)."""
+        if self._serving:
+            self._serving = False
+            self.stub._done_serving()
 
     def _answer(self, reply: Reply, body: Any) -> None:
-        if not self.stub._wait(self.stub.latency_s + reply.delay_s) or reply.drop:
+        waited = self.stub._wait(self.stub.latency_s + reply.delay_s)
+        self._stop_serving()  # the answer starts now: the next request may take its place
+        if not waited or reply.drop:
             self.close_connection = True
             return
         if reply.body is not None:

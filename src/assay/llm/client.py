@@ -8,7 +8,9 @@ An :class:`LlmClient` wraps one :class:`~assay.llm.base.LlmBackend`. For each lo
    client (a slot is held only while an attempt is in flight, never while waiting to retry), each
    attempt cut off after ``timeout_s``; a freed slot goes to the waiting call that shares the
    longest prompt start with the call that freed it (:mod:`~assay.llm.slots`: prompt caches
-   then read the shared part once);
+   then read the shared part once); ``concurrency`` is a ceiling the client adapts under
+   (:mod:`~assay.llm.adaptive`: fewer in flight after 429s or rising latency, more while the
+   server keeps up);
 3. retries what the backend marks retryable, waiting an exponentially growing, fully jittered
    delay (at least what the server asked for in ``Retry-After``), within ``max_attempts`` and the
    ``deadline_s`` of the whole call;
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
+from assay.llm.adaptive import AdaptiveLimit, AdaptivePolicy, Outcome, SharedSlot
 from assay.llm.base import (
     LlmBackend,
     LlmCallError,
@@ -126,7 +129,13 @@ class LlmClient:
     closes the backend, not the cache; any :class:`~assay.llm.shared.ResponseStore` serves (one
     shared by a cluster's workers, say). ``limit``, when given, also bounds the attempts in
     flight across every client sharing it (:class:`~assay.llm.shared.SharedLimit`, keyed by the
-    model string, at ``concurrency``).
+    model string, at ``concurrency``; the outcome of each attempt goes back with its slot, so a
+    cluster's limit adapts too).
+
+    ``adaptive`` (on by default) treats ``concurrency`` as a ceiling and adapts the calls in
+    flight to what the server serves (:mod:`~assay.llm.adaptive`: fewer after 429s or a rise in
+    latency, more again while it keeps up); give an :class:`~assay.llm.adaptive.AdaptivePolicy`
+    to change its constants, or False for a fixed limit. :attr:`adaptive` is its state.
     """
 
     def __init__(
@@ -141,6 +150,7 @@ class LlmClient:
         rng: random.Random | None = None,
         trip_after: int = 5,
         limit: SharedLimit | None = None,
+        adaptive: bool | AdaptivePolicy = True,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -159,6 +169,10 @@ class LlmClient:
         self._unreachable_in_a_row = 0
         self._tripped: str | None = None  # why every call now fails at once
         self.stats = ClientStats()
+        self.adaptive: AdaptiveLimit | None = None
+        if adaptive is not False:
+            policy = adaptive if isinstance(adaptive, AdaptivePolicy) else None
+            self.adaptive = AdaptiveLimit(concurrency, policy)
 
     @property
     def model(self) -> str:
@@ -270,23 +284,49 @@ class LlmClient:
         self, request: LlmRequest, limit: float
     ) -> tuple[LlmResponse | LlmError, float]:
         """One attempt in a concurrency slot, cut off after ``limit`` seconds; returns the
-        response or the error, and the seconds it took (time waiting for the slot excluded)."""
-        async with self._slots.hold(request), self._shared_slot():
+        response or the error, and the seconds it took (time waiting for the slot, or for the
+        end of a pause the server asked for, excluded)."""
+        async with self._slots.hold(request), self._shared_slot() as shared:
+            await self._paused()
             started = time.monotonic()
-            outcome: LlmResponse | LlmError
             if self._tripped is not None:  # tripped while this call waited for its slot
                 return LlmUnavailableError(self._tripped), 0.0
+            ticket = self.adaptive.sent() if self.adaptive is not None else None
             try:
-                async with asyncio.timeout(limit):
-                    outcome = await self._backend.generate(request)
-            except TimeoutError:
-                outcome = LlmCallError(
-                    f"timed out after {_seconds(limit)} s waiting for {self.model}",
-                    retryable=True,
-                )
-            except LlmError as error:
-                outcome = error
-            return outcome, time.monotonic() - started
+                outcome = await self._send(request, limit)
+            except BaseException:  # cancelled: it no longer counts as in flight
+                if self.adaptive is not None and ticket is not None:
+                    self.adaptive.forget(ticket)
+                raise
+            elapsed = time.monotonic() - started
+            ended = _ended(outcome, elapsed)
+            if isinstance(shared, SharedSlot):
+                shared.outcome = ended
+            if self.adaptive is not None and ticket is not None:
+                # before the slot is handed on, so a lower limit holds back the next call
+                self.adaptive.finished(ticket, ended, time.monotonic())
+                self._slots.resize(self.adaptive.limit)
+            return outcome, elapsed
+
+    async def _send(self, request: LlmRequest, limit: float) -> LlmResponse | LlmError:
+        """The backend's answer to ``request``, or its error (a timeout after ``limit`` s)."""
+        try:
+            async with asyncio.timeout(limit):
+                return await self._backend.generate(request)
+        except TimeoutError:
+            return LlmCallError(
+                f"timed out after {_seconds(limit)} s waiting for {self.model}", retryable=True
+            )
+        except LlmError as error:
+            return error
+
+    async def _paused(self) -> None:
+        """Wait out a pause the adaptive limit set (a ``Retry-After`` for the whole endpoint)."""
+        while self.adaptive is not None:
+            wait = self.adaptive.paused_until - time.monotonic()
+            if wait <= 0:
+                return
+            await asyncio.sleep(wait)
 
     def _shared_slot(self) -> AbstractAsyncContextManager[object]:
         """A slot of the shared limit (:class:`~assay.llm.shared.SharedLimit`), if any."""
@@ -328,6 +368,13 @@ async def _settled(value: _T | Awaitable[_T]) -> _T:
     if inspect.isawaitable(value):
         return await value
     return value
+
+
+def _ended(outcome: LlmResponse | LlmError, elapsed: float) -> Outcome:
+    """What an adaptive limit learns from one attempt."""
+    if isinstance(outcome, LlmResponse):
+        return Outcome(ok=True, latency_s=elapsed)
+    return Outcome(ok=False, status=outcome.status, retry_after=outcome.retry_after)
 
 
 def _is_unreachable(error: LlmError) -> bool:

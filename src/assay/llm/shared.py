@@ -14,7 +14,10 @@ Their cluster-side halves are plain classes here, made into Ray actors by
 
 * :class:`Limiter` keeps, per key, a FIFO semaphore. A slot is leased to an *owner* (one task of
   the run) in a *generation*: a task run again after its worker died starts a new generation,
-  which frees what the dead attempt held, so a killed worker never keeps a slot.
+  which frees what the dead attempt held, so a killed worker never keeps a slot. Its size
+  adapts (:class:`~assay.llm.adaptive.AdaptiveLimit`, the first caller's limit the ceiling) to
+  the outcomes the workers hand back with their slots (:class:`~assay.llm.adaptive.SharedSlot`),
+  so the whole cluster backs off when the server refuses any worker, and grows again together.
 * :class:`CacheRelay` answers the workers' lookups from the driver: the driver's
   :class:`CacheBridge` thread collects the keys asked for and the responses to keep, looks them
   up in (and writes them to) its own :class:`~assay.llm.cache.ResponseCache`, and sends the
@@ -27,12 +30,14 @@ import asyncio
 import contextlib
 import itertools
 import threading
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from assay.llm.adaptive import AdaptiveLimit, Outcome, SharedSlot, Ticket
 from assay.llm.base import LlmResponse
 from assay.llm.cache import ResponseCache
 
@@ -56,7 +61,9 @@ class ResponseStore(Protocol):
 
 class SharedLimit(Protocol):
     """Slots shared across processes: :meth:`hold` waits for one of ``key``'s ``limit`` slots (the
-    first caller's ``limit`` fixes it) and holds it for the ``async with`` block."""
+    first caller's ``limit`` fixes it) and holds it for the ``async with`` block. It may yield a
+    :class:`~assay.llm.adaptive.SharedSlot`, whose outcome the caller then sets for the limit to
+    adapt to."""
 
     def hold(self, key: str, limit: int) -> AbstractAsyncContextManager[object]: ...
 
@@ -67,6 +74,7 @@ class SharedLimit(Protocol):
 @dataclass
 class _Gate:
     limit: int
+    adaptive: AdaptiveLimit
     held: int = 0
     waiting: deque[asyncio.Future[None]] = field(default_factory=deque)
     peak: int = 0
@@ -77,6 +85,7 @@ class _Lease:
     key: str
     owner: str
     generation: int
+    ticket: Ticket | None = None
 
 
 class Limiter:
@@ -103,26 +112,42 @@ class Limiter:
 
     async def acquire(self, key: str, limit: int, owner: str, generation: int) -> int:
         """Wait for a slot of ``key``; the lease's id, or 0 when ``owner`` moved on meanwhile."""
-        gate = self._gates.setdefault(key, _Gate(max(1, limit)))
+        gate = self._gates.get(key)
+        if gate is None:
+            gate = self._gates[key] = _Gate(max(1, limit), AdaptiveLimit(max(1, limit)))
         if gate.held < gate.limit and not gate.waiting:
             gate.held += 1
         else:
             granted = asyncio.get_running_loop().create_future()
             gate.waiting.append(granted)
-            await granted  # the slot is handed over by release, held count unchanged
+            await granted  # release counted the slot as held when it handed it over
         gate.peak = max(gate.peak, gate.held)
         if self._generations.get(owner, 0) != generation:
             self._release_slot(key)
             return 0
+        await _pause(gate.adaptive)
         lease = next(self._ids)
-        self._leases[lease] = _Lease(key, owner, generation)
+        self._leases[lease] = _Lease(key, owner, generation, gate.adaptive.sent())
         return lease
 
-    async def release(self, lease: int) -> None:
-        """Give back the slot of ``lease`` (a lease already freed is ignored)."""
+    async def release(self, lease: int, outcome: Outcome | None = None) -> None:
+        """Give back the slot of ``lease`` (a lease already freed is ignored), adapting its
+        key's limit to the ``outcome`` of the attempt it held, when one is given."""
         found = self._leases.pop(lease, None)
-        if found is not None:
-            self._release_slot(found.key)
+        if found is None:
+            return
+        gate = self._gates[found.key]
+        if found.ticket is not None:
+            if outcome is None:  # not reported: only the count in flight changes
+                gate.adaptive.forget(found.ticket)
+            else:
+                gate.adaptive.finished(found.ticket, outcome, time.monotonic())
+                gate.limit = gate.adaptive.limit
+        self._release_slot(found.key)
+
+    async def limits(self) -> dict[str, int]:
+        """The limit each key has adapted to now."""
+        return {key: gate.limit for key, gate in self._gates.items()}
 
     async def peaks(self) -> dict[str, int]:
         """The most slots held at once so far, per key."""
@@ -132,16 +157,18 @@ class Limiter:
         for lease, found in list(self._leases.items()):
             if found.owner == owner:
                 del self._leases[lease]
+                if found.ticket is not None:
+                    self._gates[found.key].adaptive.forget(found.ticket)
                 self._release_slot(found.key)
 
     def _release_slot(self, key: str) -> None:
         gate = self._gates[key]
-        while gate.waiting:
+        gate.held -= 1
+        while gate.waiting and gate.held < gate.limit:
             waiter = gate.waiting.popleft()
             if not waiter.done():
+                gate.held += 1
                 waiter.set_result(None)
-                return
-        gate.held -= 1
 
 
 class RemoteLimit:
@@ -155,13 +182,20 @@ class RemoteLimit:
     @contextlib.asynccontextmanager
     async def _held(self, key: str, limit: int) -> AsyncIterator[object]:
         lease = await self._actor.acquire.remote(key, limit, self._owner, self._generation)
+        slot = SharedSlot()
         try:
-            yield lease
+            yield slot
         finally:
-            await self._actor.release.remote(lease)
+            await self._actor.release.remote(lease, slot.outcome)
 
     def hold(self, key: str, limit: int) -> AbstractAsyncContextManager[object]:
         return self._held(key, limit)
+
+
+async def _pause(adaptive: AdaptiveLimit) -> None:
+    """Wait out a pause the limit set (a ``Retry-After`` for every worker)."""
+    while (wait := adaptive.paused_until - time.monotonic()) > 0:
+        await asyncio.sleep(wait)
 
 
 # --- the cache ---------------------------------------------------------------------------------

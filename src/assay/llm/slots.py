@@ -26,6 +26,7 @@ case spent with calls waiting and none in flight, which is queue time, not the c
 from __future__ import annotations
 
 import asyncio
+import bisect
 import itertools
 import time
 import weakref
@@ -127,23 +128,38 @@ class PromptSlots:
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self.capacity = capacity
-        self._free = capacity
-        self._waiters: list[_Waiter] = []
+        self.held = 0
+        """Slots held now: above :attr:`capacity` for a while after :meth:`resize` lowered it
+        (calls in flight are never cut off; no slot is handed on until they drop below it)."""
+        self._waiters = _Queue()
         self._arrivals = itertools.count()
         ACTIVITY.slots.add(self)
 
     @property
     def busy(self) -> bool:
         """Whether a call holds a slot or waits for one."""
-        return self._free < self.capacity or bool(self._waiters)
+        return self.held > 0 or bool(self._waiters)
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting for a slot now."""
+        return len(self._waiters)
+
+    def resize(self, capacity: int) -> None:
+        """Allow ``capacity`` calls at a time from now on (an adaptive limit moved): more slots
+        go to waiting calls at once; fewer take effect as calls in flight finish."""
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self.capacity = capacity
+        self._grant("")
 
     @asynccontextmanager
     async def hold(self, request: LlmRequest) -> AsyncIterator[None]:
         """Wait for a slot, hold it for the block, then hand it on."""
         prompt = prompt_text(request)
         case = CURRENT_CASE.get()
-        if self._free > 0 and not self._waiters:
-            self._free -= 1
+        if self.held < self.capacity and not self._waiters:
+            self.held += 1
         else:
             await self._wait(_Waiter(next(self._arrivals), prompt, _future(), case))
         ACTIVITY.in_flight += 1
@@ -158,10 +174,10 @@ class PromptSlots:
             ACTIVITY.busy_s += time.perf_counter() - started
             if case is not None:
                 case.change(in_flight=-1)
-            self._hand_on(prompt)
+            self._release(prompt)
 
     async def _wait(self, waiter: _Waiter) -> None:
-        self._waiters.append(waiter)
+        self._waiters.add(waiter)
         ACTIVITY.waiting += 1
         if waiter.case is not None:
             waiter.case.change(waiting=1)
@@ -169,7 +185,7 @@ class PromptSlots:
             await waiter.granted
         except asyncio.CancelledError:
             if waiter.granted.done() and not waiter.granted.cancelled():
-                self._hand_on(waiter.prompt)  # granted as it was cancelled: pass the slot on
+                self._release(waiter.prompt)  # granted as it was cancelled: pass the slot on
             else:
                 self._waiters.remove(waiter)
             raise
@@ -178,17 +194,59 @@ class PromptSlots:
             if waiter.case is not None:
                 waiter.case.change(waiting=-1)
 
-    def _hand_on(self, last: str) -> None:
-        if not self._waiters:
-            self._free += 1
-            return
-        first = min(waiter.rank for waiter in self._waiters)
-        chosen = max(
-            (waiter for waiter in self._waiters if waiter.rank == first),
-            key=lambda w: (shared_start(last, w.prompt), -w.arrival),
-        )
-        self._waiters.remove(chosen)
-        chosen.granted.set_result(None)
+    def _release(self, last: str) -> None:
+        self.held -= 1
+        self._grant(last)
+
+    def _grant(self, last: str) -> None:
+        """Hand free slots to waiters, each to the one :class:`PromptSlots` says goes next."""
+        while self._waiters and self.held < self.capacity:
+            chosen = self._waiters.pop_next(last)
+            self.held += 1
+            chosen.granted.set_result(None)
+
+
+class _Queue:
+    """The waiters, by rank, each rank's sorted by (prompt, arrival): the prompt sharing the
+    longest start with another is beside it in that order, so choosing the next call costs a
+    few comparisons of prompts, not one per waiter (a run queues thousands)."""
+
+    def __init__(self) -> None:
+        self._ranks: dict[tuple[int, ...], list[tuple[str, int]]] = {}
+        self._by_arrival: dict[int, _Waiter] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_arrival)
+
+    def add(self, waiter: _Waiter) -> None:
+        bisect.insort(self._ranks.setdefault(waiter.rank, []), (waiter.prompt, waiter.arrival))
+        self._by_arrival[waiter.arrival] = waiter
+
+    def remove(self, waiter: _Waiter) -> None:
+        keys = self._ranks[waiter.rank]
+        del keys[bisect.bisect_left(keys, (waiter.prompt, waiter.arrival))]
+        if not keys:
+            del self._ranks[waiter.rank]
+        del self._by_arrival[waiter.arrival]
+
+    def pop_next(self, last: str) -> _Waiter:
+        """Remove and return the waiter of the earliest rank whose prompt shares the longest
+        start with ``last``, the earliest to arrive on a tie."""
+        keys = self._ranks[min(self._ranks)]
+        at = bisect.bisect_left(keys, (last, -1))
+        longest = max(shared_start(last, keys[i][0]) for i in (at - 1, at) if 0 <= i < len(keys))
+        low, high = 0, len(keys)
+        if longest:  # the prompts starting with those characters lie together
+            start = last[:longest]
+            low = bisect.bisect_left(keys, (start, -1))
+            high = bisect.bisect_left(keys, (start + _LAST_CHARACTER, -1), low)
+        index = min(range(low, high), key=lambda i: keys[i][1])
+        waiter = self._by_arrival[keys[index][1]]
+        self.remove(waiter)
+        return waiter
+
+
+_LAST_CHARACTER = chr(0x10FFFF)
 
 
 def _future() -> asyncio.Future[None]:
