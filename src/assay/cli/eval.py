@@ -293,6 +293,29 @@ def _heartbeat_s() -> float:
     "'none' for no profile. Reports show the judge's own verdict beside each decided one.",
 )
 @click.option(
+    "--early-stop-votes",
+    is_flag=True,
+    help="Stop asking an invocation's judge samples once the majority vote is decided (the "
+    "verdict is the same; the notes record the samples taken; ADK records every sample).",
+)
+@click.option(
+    "--max-cost",
+    "max_cost",
+    type=click.FloatRange(min=0),
+    metavar="USD",
+    help="Start no judge call once the run's judges have cost this much (prices: the config's "
+    "'prices', then assay's table, then LiteLLM's); the verdicts left are NOT_EVALUATED with "
+    "the reason, and everything finished is kept.",
+)
+@click.option(
+    "--judge-batch",
+    is_flag=True,
+    help="Send judge calls through the provider's batch API (OpenAI-compatible servers with "
+    "/v1/files and /v1/batches): about half the price, answers within 24 h. Each batch is "
+    "recorded in the run history, so a killed run resumes by polling it. The simulated user "
+    "and judges without a batch API call one request at a time.",
+)
+@click.option(
     "--no-cache",
     is_flag=True,
     help="Call the judge even when .assay/cache.sqlite holds the same request's response.",
@@ -407,6 +430,10 @@ def _inputs(params: dict[str, Any]) -> EvalInputs:
     traces_paths = params["traces_paths"]
     if params["save_traces_path"] and not agent_spec:
         raise click.BadParameter("needs --agent", param_hint="'--save-traces'")
+    if params["judge_batch"] and params["executor"] == "ray":
+        raise click.BadParameter(
+            "is not available with --executor ray yet", param_hint="'--judge-batch'"
+        )
     if params["resume"] is not None and not params["history"]:
         raise click.BadParameter("cannot be used with --no-history", param_hint="'--resume'")
     outputs = (
@@ -467,6 +494,9 @@ def _options(params: dict[str, Any]) -> RunOptions:
         history=history if history else False,
         resume=params["resume"],
         executor=executor,
+        judge_batch=params["judge_batch"],
+        early_stop_votes=params["early_stop_votes"],
+        max_cost_usd=params["max_cost"],
     )
 
 

@@ -33,6 +33,7 @@ from assay.config import DEFAULT_JUDGE_MODEL, BaseCriterion, LlmAsAJudgeCriterio
 from assay.llm.backends.gemini import gemini_credentials, genai_available
 from assay.llm.backends.local_runtime import INSTALL_RUNTIME, runtime_available
 from assay.llm.base import LlmBackend, LlmUnavailableError, UsageLedger
+from assay.llm.budget import CostMeter
 from assay.llm.cache import ResponseCache
 from assay.llm.client import LlmClient, RetryPolicy
 from assay.llm.judge import Judge
@@ -190,8 +191,14 @@ class JudgePool:
         profile: JudgeProfile | None = None,
         transcript: dict[tuple[str, str], str] | None = None,
         limit: SharedLimit | None = None,
+        early_stop: bool = False,
+        meter: CostMeter | None = None,
     ) -> None:
         self.override = override
+        self.early_stop = early_stop
+        """Every judge stops asking an invocation's samples once the vote is decided."""
+        self.meter = meter
+        """The run's cost meter (``--max-cost``), shared by every judge of the pool."""
         self.profile = profile
         self.transcript = transcript
         self.unprofiled: dict[str, str] = {}
@@ -222,7 +229,15 @@ class JudgePool:
         profile = self.profile_for(metric, choice)
         source = self.profile.source or "" if self.profile and profile else ""
         return Judge(
-            resolved.client, metric, choice.source, self.ledger, profile, source, self.transcript
+            resolved.client,
+            metric,
+            choice.source,
+            self.ledger,
+            profile,
+            source,
+            self.transcript,
+            early_stop=self.early_stop,
+            meter=self.meter,
         )
 
     def profile_for(self, metric: str, choice: JudgeChoice) -> CriterionProfile | None:

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from assay.llm.profile import JudgeProfile, bundled_profile
 
 if TYPE_CHECKING:
+    from assay.config.eval_config import ModelPrice
+    from assay.llm.batch import Progress
     from assay.llm.shared import ResponseStore, SharedLimit
 
 
@@ -43,3 +45,18 @@ class JudgeSettings:
     workers share: :mod:`assay.runner.ray_executor`); the run does not close it."""
     shared_limit: SharedLimit | None = None
     """Also bounds calls to each remote judge model across every run sharing it."""
+    early_stop: bool = False
+    """``--early-stop-votes``: stop asking an invocation's samples once the majority vote is
+    decided (:func:`assay.metrics.judging.ask_samples`)."""
+    max_cost_usd: float | None = None
+    """``--max-cost``: no judge call is started once the run's judges have cost this much."""
+    prices: Mapping[str, ModelPrice] | None = None
+    """The configs' own price table (``prices``), before the bundled one."""
+    batch: bool = False
+    """``--judge-batch``: send judge calls through the provider's batch API
+    (:mod:`assay.llm.batch`) where the judge's server has one."""
+    batch_history: Path | None = None
+    """With ``batch``, the run history the batches are recorded in (so a killed run resumes
+    them); None: recorded in memory only."""
+    batch_progress: Progress | None = None
+    """With ``batch``, told the batches submitted, running and done as they change."""

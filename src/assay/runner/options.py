@@ -15,6 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from assay.history.records import default_history_path
 from assay.llm.profile import JudgeProfile, resolve_profile
 from assay.report.progress import ProgressCallback
 from assay.runner.agent_run import AgentSettings
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
 HistoryOption = bool | str | os.PathLike[str]
 """Whether a run is recorded in the run history: False (not), True (in the default history:
 ``$ASSAY_HISTORY``, else ``history.sqlite`` beside the cache) or the history file's path."""
+
+
+BATCH_CASES = 1000
+"""With ``--judge-batch``, the fewest cases scored at once (their judge calls share batches)."""
 
 
 @dataclass(frozen=True)
@@ -64,11 +69,16 @@ class RunOptions:
     history: HistoryOption = False
     resume: str | None = None
     executor: Executor | None = None
+    judge_batch: bool = False
+    early_stop_votes: bool = False
+    max_cost_usd: float | None = None
 
     def __post_init__(self) -> None:
         self.inference()  # a bad value is a ValueError now, before any file is read
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+        if self.max_cost_usd is not None and self.max_cost_usd < 0:
+            raise ValueError(f"max_cost_usd must not be negative, got {self.max_cost_usd}")
         if self.resume is not None and self.history is False:
             raise ValueError("resume needs the run history: give history=True (or its file)")
 
@@ -104,7 +114,20 @@ class RunOptions:
             cache=self.cache,
             env=self.env,
             profile=self.profile,
+            early_stop=self.early_stop_votes,
+            max_cost_usd=self.max_cost_usd,
+            batch=self.judge_batch,
+            batch_history=(self.history_file or default_history_path(self.env))
+            if self.judge_batch and self.history
+            else None,
         )
+
+    @property
+    def cases_at_once(self) -> int:
+        """Cases scored at once: :attr:`concurrency`, and with :attr:`judge_batch` at least
+        :data:`BATCH_CASES`: a case waits a batch round for each judge step, and only the cases
+        scored at once share a round (at 8, a 10,000-case run would wait 1,250 rounds)."""
+        return max(self.concurrency, BATCH_CASES) if self.judge_batch else self.concurrency
 
     @property
     def history_file(self) -> Path | None:

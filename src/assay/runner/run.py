@@ -133,7 +133,7 @@ async def run_jobs(
     plan = RunPlan(
         traces=traces,
         agent=agent,
-        concurrency=options.concurrency,
+        concurrency=options.cases_at_once,
         judges=judges if judges is not None else options.judges(),
         registry=registry,
         done=done,

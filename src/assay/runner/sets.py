@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
@@ -31,6 +32,7 @@ from assay.config import (
 )
 from assay.evalset.case import EvalCase, EvalSet
 from assay.evalset.io import LoadedEvalSet, StreamedEvalSet
+from assay.llm.base import TokenUsage
 from assay.llm.judge import Judge
 from assay.llm.slots import working_on
 from assay.metrics.custom import custom_metric
@@ -45,7 +47,9 @@ from assay.runner.judges import JudgeSettings
 from assay.runner.scoring import ConfiguredMetric, score_case
 
 if TYPE_CHECKING:
-    from assay.llm.selection import JudgeChoice
+    from assay.llm.batch import BatchRecords
+    from assay.llm.budget import CostMeter
+    from assay.llm.selection import JudgeChoice, JudgePool
 
 
 @dataclass(frozen=True)
@@ -342,6 +346,7 @@ def set_result(
         duration_s=round(time.perf_counter() - started, 6),
         judges=judges,
         usage=collected.usage,
+        cost_usd=_costs(job, judges, collected.usage),
     )
     fields: dict[str, Any] = {
         "eval_set_result_id": result_id,
@@ -355,6 +360,26 @@ def set_result(
     return EvalSetResult(eval_case_results=list(collected), **fields)
 
 
+def _costs(
+    job: EvalSetJob, judges: dict[str, JudgeInfo], usage: Mapping[str, TokenUsage]
+) -> dict[str, float]:
+    """US dollars per judged metric of the set, where its judge's price is known (the config's
+    ``prices``, the bundled table, LiteLLM's offline map once a LiteLLM judge loaded it)."""
+    if not usage or not judges:
+        return {}
+    from assay.llm.prices import PriceBook
+
+    book = PriceBook(job.config.prices, use_litellm="litellm" in sys.modules)
+    costs = {}
+    for metric, used in usage.items():
+        info = judges.get(metric)
+        model = info.judge_model or info.model if info is not None else None
+        dollars = book.cost(model, used) if model and used.calls else None
+        if dollars is not None:
+            costs[metric] = round(dollars, 6)
+    return costs
+
+
 async def _with_judge_pool(
     settings: JudgeSettings,
     run: Callable[[JudgeProvider], Awaitable[list[EvalSetResult]]],
@@ -362,13 +387,21 @@ async def _with_judge_pool(
     """Open the judge pool (and its response cache) for one run, and close both after it."""
     from assay.llm.cache import ResponseCache
     from assay.llm.client import RetryPolicy
-    from assay.llm.selection import JudgePool
 
     env = settings.env if settings.env is not None else os.environ
     cache = None
     if settings.cache and settings.shared_cache is None:
         cache = ResponseCache(settings.cache_path or ResponseCache.default_path(env))
-    pool = JudgePool(
+    history = None
+    if settings.batch and settings.batch_history is not None:
+        from assay.history.store import HistoryStore
+
+        history = HistoryStore(settings.batch_history)
+    pool = _judge_pool(
+        settings,
+        history.batches if history is not None else None,
+        early_stop=settings.early_stop,
+        meter=_cost_meter(settings),
         override=settings.model,
         env=env,
         concurrency=settings.concurrency,
@@ -385,3 +418,34 @@ async def _with_judge_pool(
         await pool.aclose()
         if cache is not None:
             cache.close()
+        if history is not None:
+            history.close()
+
+
+def _cost_meter(settings: JudgeSettings) -> CostMeter | None:
+    """The run's cost meter under ``--max-cost`` (prices: the configs' table, then the bundled
+    one, then LiteLLM's offline map when a LiteLLM judge has already loaded it); else None."""
+    if settings.max_cost_usd is None:
+        return None
+    from assay.llm.budget import CostMeter
+    from assay.llm.prices import PriceBook
+
+    book = PriceBook(settings.prices, use_litellm="litellm" in sys.modules)
+    return CostMeter(book, settings.max_cost_usd)
+
+
+def _judge_pool(settings: JudgeSettings, records: BatchRecords | None, **pool: Any) -> JudgePool:
+    """The run's judge pool: one that sends judge calls through the provider's batch API with
+    ``--judge-batch`` (recording each batch in the run history), else the ordinary one."""
+    from assay.llm.backends.openai_batch import batch_api
+    from assay.llm.batch_pool import BatchJudgePool
+    from assay.llm.selection import JudgePool
+
+    if not settings.batch:
+        return JudgePool(**pool)
+    return BatchJudgePool(
+        batch_api=batch_api,
+        records=records,
+        on_progress=settings.batch_progress,
+        **pool,
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -41,8 +42,15 @@ class LocalExecutor:
             if isinstance(judges, JudgeSettings) or judges is None:
                 if not _needs_judge(jobs, registry) and not _needs_simulator(jobs, plan.agent):
                     return await run.all(None)
-                return await _with_judge_pool(judges or JudgeSettings(), run.all)
+                settings = _with_prices(judges or JudgeSettings(), jobs)
+                return await _with_judge_pool(settings, run.all)
             return await run.all(judges)
+
+
+def _with_prices(settings: JudgeSettings, jobs: Sequence[EvalSetJob]) -> JudgeSettings:
+    """``settings`` with the price tables of the jobs' configs (for ``--max-cost``)."""
+    prices = {name: price for job in jobs for name, price in (job.config.prices or {}).items()}
+    return dataclasses.replace(settings, prices=prices) if prices else settings
 
 
 class _LocalRun:
