@@ -501,3 +501,18 @@ def test_a_scenario_no_criterion_applies_to_says_why_on_its_row() -> None:
         "no configured criterion applies to this case (tool_trajectory_avg_score, "
         "response_match_score: needs expected invocations; this case is a scenario)",
     )
+
+
+def test_judges_that_cost_nothing_print_no_cost_line_and_priced_ones_do() -> None:
+    from compare._results import case, eval_set, scored
+
+    from assay.llm.base import TokenUsage
+    from assay.report.console import cost_line
+
+    result = eval_set("s", case("a", {"m": scored(1.0)}))
+    assert result.assay is not None
+    result.assay.usage = {"m": TokenUsage(prompt_tokens=10, completion_tokens=2, calls=1)}
+    result.assay.cost_usd = {"m": 0.0}  # the embedded judge
+    assert cost_line([result]) is None
+    result.assay.cost_usd = {"m": 0.5}
+    assert cost_line([result]) == "judge cost: $0.50"

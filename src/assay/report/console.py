@@ -521,13 +521,13 @@ def cost_line(results: Sequence[EvalSetResult]) -> str | None:
     """The judges' cost over the run, per metric (``judge cost: $0.0123 (final_response_match_v2
     $0.0100, ...)``), with the ``--max-cost`` cap when the run had one; None with no priced call."""
     costs, unknown = run_costs(results)
-    if not costs and not unknown:
-        return None
+    caps = [r.assay.max_cost_usd for r in results if r.assay and r.assay.max_cost_usd is not None]
+    if not any(costs.values()) and not unknown and not caps:
+        return None  # nothing priced, or judges that cost nothing (the embedded one): no noise
     parts = [f"{escape(m)} {format_usd(c)}" for m, c in sorted(costs.items())]
     line = f"judge cost: {format_usd(sum(costs.values()))}"
     if len(parts) > 1:
         line += f" ({', '.join(parts)})"
-    caps = [r.assay.max_cost_usd for r in results if r.assay and r.assay.max_cost_usd is not None]
     if caps:
         line += f"; {cap_words(caps[0])}"
     if unknown:
