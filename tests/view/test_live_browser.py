@@ -90,6 +90,21 @@ def _live_text(browser: Any, contains: str) -> str:
     return result
 
 
+def _page_with(browser: Any, selector: str) -> None:
+    """Wait (up to 15 s on a busy machine) for the page to hold ``selector``; else fail showing
+    what the page is."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        WebDriverWait(browser, 15).until(lambda b: b.find_elements(By.CSS_SELECTOR, selector))
+    except TimeoutException:
+        raise AssertionError(
+            f"no {selector} on {browser.current_url}: {browser.page_source[:1500]}"
+        ) from None
+
+
 def test_a_run_in_progress_gets_its_rows_live_then_says_it_finished(
     browser: Any, run_cli: RunCli, example: Example, tmp_path: Path
 ) -> None:
@@ -110,7 +125,7 @@ def test_a_run_in_progress_gets_its_rows_live_then_says_it_finished(
     try:
         live.expect_cases(server.app, run_id, len(rows))
         browser.get(f"http://127.0.0.1:{server.port}/runs/{run_id}")
-        assert browser.find_elements(By.CSS_SELECTOR, 'script[src="/static/live.js"]')
+        _page_with(browser, 'script[src="/static/live.js"]')
         assert "1 of 5 cases finished" in _live_text(browser, "of 5 cases finished")
         keys = [f"{row.eval_set_id}/{row.eval_id}/{row.run}" for row in rows]
         for row, key in list(zip(rows, keys, strict=True))[1:4]:
