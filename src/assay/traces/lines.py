@@ -76,12 +76,20 @@ def _parallel(file: str, workers: int) -> Iterator[Row]:
     context = multiprocessing.get_context("spawn")
     with context.Pool(workers) as pool, open_spans(file) as handle:
         waiting: deque[tuple[int, list[bytes], AsyncResult[list[Row] | None]]] = deque()
-        for first, lines in _batches(handle):
-            waiting.append((first, lines, pool.apply_async(_rows, ((file, first, lines),))))
-            if len(waiting) > 2 * workers:  # bounded: the file is never all in flight
+        try:
+            for first, lines in _batches(handle):
+                waiting.append((first, lines, pool.apply_async(_rows, ((file, first, lines),))))
+                if len(waiting) > 2 * workers:  # bounded: the file is never all in flight
+                    yield from _take(waiting.popleft(), tracker)
+            while waiting:
                 yield from _take(waiting.popleft(), tracker)
-        while waiting:
-            yield from _take(waiting.popleft(), tracker)
+        finally:
+            # Leaving with batches in flight (a bad line, a reader that stops early) would make
+            # the pool's exit terminate workers mid-task, which can hang; let them finish first.
+            pool.close()
+            for _first, _lines, result in waiting:
+                result.wait()
+            pool.join()
 
 
 def _take(
