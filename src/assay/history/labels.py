@@ -20,6 +20,22 @@ from dataclasses import dataclass, replace
 from assay.history.cards import Read, Write
 from assay.results.keys import CaseKey
 
+UnitKey = tuple[str, str, str, int, str, int, str, int]
+"""A labelled unit: run, eval set, eval id, run number, criterion, turn, rubric, sentence."""
+
+
+def unit_key(
+    run_id: str,
+    case: CaseKey,
+    criterion: str,
+    invocation: int,
+    rubric: str | None,
+    sentence: int | None,
+) -> UnitKey:
+    """The key of one judged unit, as labels are stored and matched (no rubric: "", no
+    sentence: 0)."""
+    return (run_id, *case, criterion, invocation, rubric or "", sentence or 0)
+
 
 @dataclass(frozen=True)
 class StoredLabel:
@@ -39,17 +55,10 @@ class StoredLabel:
     """When it was set (seconds since the epoch); 0: now, when it is stored."""
 
     @property
-    def unit(self) -> tuple[str, str, str, int, str, int, str, int]:
+    def unit(self) -> UnitKey:
         """What the label is on, whoever set it."""
-        return (
-            self.run_id,
-            self.case.eval_set_id,
-            self.case.eval_id,
-            self.case.run,
-            self.criterion,
-            self.invocation,
-            self.rubric or "",
-            self.sentence or 0,
+        return unit_key(
+            self.run_id, self.case, self.criterion, self.invocation, self.rubric, self.sentence
         )
 
 

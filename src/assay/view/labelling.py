@@ -27,7 +27,7 @@ from assay.agreement.labels import LABEL_SETS, Label, LabelledRun, label_set, la
 from assay.agreement.stats import Agreement, agreement
 from assay.errors import AssayError
 from assay.evalset import Invocation
-from assay.history.labels import StoredLabel
+from assay.history.labels import StoredLabel, UnitKey, unit_key
 from assay.results.keys import CaseKey
 from assay.results.model import EvalCaseResult
 from assay.results.output import result_chunks
@@ -79,17 +79,10 @@ class Unit:
         return "|".join(part.replace("|", "/") for part in parts)
 
     @property
-    def where(self) -> tuple[str, str, str, int, str, int, str, int]:
+    def where(self) -> UnitKey:
         """What the unit is, as :attr:`StoredLabel.unit` names a label's."""
-        return (
-            self.run_id,
-            self.case.eval_set_id,
-            self.case.eval_id,
-            self.case.run,
-            self.criterion,
-            self.invocation,
-            self.rubric or "",
-            self.sentence or 0,
+        return unit_key(
+            self.run_id, self.case, self.criterion, self.invocation, self.rubric, self.sentence
         )
 
     @property
