@@ -71,3 +71,24 @@ def eval_set(set_id: str, *cases: EvalCaseResult) -> EvalSetResult:
         creation_timestamp=1_700_000_000.0,
         assay=SetNotes(version=__version__, duration_s=1.5),
     )
+
+
+def priced(
+    result: EvalSetResult,
+    costs: Mapping[str, float | None],
+    cap: float | None = None,
+) -> EvalSetResult:
+    """``result`` with judge calls for each metric of ``costs`` (a call of 100 tokens in, 10 out)
+    and their cost in dollars recorded in its notes, None leaving a metric's price unknown (its
+    judge a model no price table has); ``cap`` the run's ``--max-cost``."""
+    from assay.llm.base import TokenUsage
+    from assay.results.model import JudgeInfo
+
+    assert result.assay is not None
+    for metric, dollars in costs.items():
+        result.assay.usage[metric] = TokenUsage(prompt_tokens=100, completion_tokens=10, calls=1)
+        result.assay.judges[metric] = JudgeInfo(model="openai:no-such-priced-model")
+        if dollars is not None:
+            result.assay.cost_usd[metric] = dollars
+    result.assay.max_cost_usd = cap
+    return result

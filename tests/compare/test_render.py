@@ -15,7 +15,7 @@ from assay.compare import (
 )
 from assay.compare.render import coverage, verdict
 from assay.metrics.base import EvalStatus
-from compare._results import case, eval_set, scored
+from compare._results import case, eval_set, priced, scored
 
 NOT_EVALUATED = EvalStatus.NOT_EVALUATED
 
@@ -144,3 +144,46 @@ def test_no_regressed_cases_no_summary() -> None:
     assert comparison.case_regressions == []
     assert "passed in base" not in render_comparison_markdown(comparison)
     assert "regressed-cases" not in render_comparison_html(comparison).split("</style>")[1]
+
+
+def _priced_runs(
+    base_costs: dict[str, float | None], candidate_costs: dict[str, float | None]
+) -> Comparison:
+    pairs = ((0.9, 0.9), (0.5, 0.5))
+    base = eval_set("s", *(case(f"c{i}", {"m": scored(b)}) for i, (b, _) in enumerate(pairs)))
+    cand = eval_set("s", *(case(f"c{i}", {"m": scored(c)}) for i, (_, c) in enumerate(pairs)))
+    return compare_runs([priced(base, base_costs)], [priced(cand, candidate_costs)], resamples=10)
+
+
+def test_each_runs_judge_cost_and_the_change_show_in_all_three_outputs() -> None:
+    comparison = _priced_runs({"m": 0.5, "j": 0.0042}, {"m": 0.25, "j": 0.0052})
+
+    printed = _printed(comparison)
+    assert "judge cost: $0.50 → $0.26 (-$0.25)" in printed  # from a cent up, to the cent
+    assert "  j: $0.0042 → $0.0052 (+$0.001)" in printed
+    assert "  m: $0.50 → $0.25 (-$0.25)" in printed
+    markdown = render_comparison_markdown(comparison)
+    lines = markdown.splitlines()
+    assert "**Judge cost:** \\$0.50 → \\$0.26 \\(-\\$0.25\\)" in lines
+    assert "- j: \\$0.0042 → \\$0.0052 \\(\\+\\$0.001\\)" in lines
+    assert not [line for line in lines if line.startswith("| j ")]  # the metric table's rows only
+    page = render_comparison_html(comparison)
+    assert (
+        '<tr class="cost-total"><td>total</td><td>$0.50</td><td>$0.26</td><td>-$0.25</td>' in page
+    )
+    assert "<tr><td>m</td><td>$0.50</td><td>$0.25</td><td>-$0.25</td></tr>" in page
+
+
+def test_an_unpriced_run_reads_unknown_with_no_change() -> None:
+    comparison = _priced_runs({"m": 0.5}, {"m": None})
+    assert "judge cost: $0.50 → unknown\n" in _printed(comparison)
+    assert "**Judge cost:** \\$0.50 → unknown" in render_comparison_markdown(comparison)
+    assert "<td>unknown</td><td></td>" not in render_comparison_html(comparison)
+    assert "<td>unknown</td><td>–</td>" in render_comparison_html(comparison)
+
+
+def test_runs_whose_judges_cost_nothing_show_no_cost() -> None:
+    comparison = _priced_runs({"m": 0.0}, {"m": 0.0})
+    assert "judge cost" not in _printed(comparison)
+    assert "Judge cost" not in render_comparison_markdown(comparison)
+    assert "costs" not in render_comparison_html(comparison).split("</style>")[1]

@@ -14,8 +14,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from compare._results import case as scored_case
+from compare._results import eval_set, priced, scored
+
 from assay.report.case_json import json_for_script
 from assay.report.html import histogram, render_html, trajectory, write_html
+from assay.report.html_summary import SummaryBuilder, summary
 from assay.results.model import EvalSetResult
 from report._html_cases import ALIGNED_RULE, HOSTILE, IMG, SCRIPT, aligned_case, case, results
 
@@ -271,3 +275,52 @@ def test_a_sample_shows_the_judges_own_answer_and_probability_beside_the_aligned
     assert sample[7].startswith(said)
     plain = body["judged"][1]["inv"][0]["samples"]
     assert all(s[7] == "" for s in plain)  # a verdict no profile touched says nothing more
+
+
+def _priced_sets() -> list[EvalSetResult]:
+    one = priced(eval_set("one", scored_case("a", {"m": scored(1.0)})), {"judge_a": 0.6}, 1.0)
+    two = priced(eval_set("two", scored_case("b", {"m": scored(1.0)})), {"judge_b": 0.0042}, 1.0)
+    return [one, two]
+
+
+def test_the_summary_shows_each_metrics_judge_cost_the_total_and_the_cap() -> None:
+    page = render_html(_priced_sets())
+    overall = page[page.index('class="summary overall"') : page.index('class="summary set"')]
+    assert re.search(
+        r"judge_<wbr>a</td>(<td class=\"num\">[^<]*</td>){4}<td class=\"num\">\$0\.60", overall
+    )
+    assert '<td class="num">$0.0042</td>' in overall
+    assert "Judge cost: <b>$0.60</b>" in overall
+    assert '<span class="cost-cap">--max-cost 1.00 not reached</span>' in overall
+    first_set = page[page.index('class="summary set"') :]
+    assert "Judge cost: <b>$0.60</b></p>" in first_set  # a set's block: the cap is the run's
+
+
+def test_a_cap_spent_up_to_reads_reached_and_an_unpriced_judge_unknown() -> None:
+    [result, _] = _priced_sets()
+    page = render_html([priced(result, {"judge_a": 1.0, "judge_c": None}, cap=1.0)])
+    assert '<span class="cost-cap reached">--max-cost 1.00 reached</span>' in page
+    assert "Judge cost: <b>$1.00 + unknown</b>" in page
+    assert '<td class="num">unknown</td>' in page and "$0</td>" not in page
+
+
+def test_judges_that_cost_nothing_show_no_cost_in_the_report() -> None:
+    free = [
+        priced(result, dict.fromkeys(result.assay.cost_usd, 0.0))
+        for result in _priced_sets()
+        if result.assay
+    ]
+    page = render_html(free)
+    assert "Judge cost" not in page and '<th class="num">Cost</th>' not in page
+    assert "judge_<wbr>a" in page  # the usage table is still there
+
+
+def test_a_large_runs_summary_shows_the_cost_as_a_small_ones() -> None:
+    results = _priced_sets()
+    whole = SummaryBuilder("all", results).build().cost
+    assert whole is not None and whole == summary("all", results).cost
+    assert whole.words() == "$0.60 (judge_a $0.60, judge_b $0.0042); --max-cost 1.00 not reached"
+    one = SummaryBuilder("one", results[:1], cap=False).build().cost
+    assert (
+        one is not None and one.cap is None and one == summary("one", results[:1], cap=False).cost
+    )

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import _browser
+from compare._results import priced
 
 from assay.report.html import write_html
 from report._html_cases import ALIGNED_RULE, HOSTILE, aligned_case, case, results
@@ -49,10 +50,15 @@ def _shown_ids(browser: Any) -> list[str]:
 def test_page_renders_summary_and_cases(browser: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
-    _open(browser, tmp_path, case("book_lisbon", PASSED), case("book_porto", FAILED, score=0.0))
+    run = results(case("book_lisbon", PASSED), case("book_porto", FAILED, score=0.0))
+    priced(run, {"final_response_match_v2": 0.0042}, cap=0.5)
+    write_html(tmp_path / "report.html", [run])
+    browser.get((tmp_path / "report.html").as_uri())
     summary = browser.find_element(By.ID, "summary")
     assert "50.0%" in summary.text
     assert "tool_trajectory_avg_score" in summary.text
+    cost = browser.find_element(By.CSS_SELECTOR, "#summary p.cost")
+    assert cost.text == "Judge cost: $0.0042 · --max-cost 0.50 not reached"
     assert not browser.find_elements(By.CSS_SELECTOR, "#summary svg.hist")  # two scores
     assert _shown_ids(browser) == ["book_porto", "book_lisbon"]  # the failed case first
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from _support import Example, RunCli
-from compare._results import case, eval_set, scored
+from compare._results import case, eval_set, priced, scored
 
 from assay.history import read_results_file
 from assay.metrics.base import EvalStatus
@@ -112,3 +112,23 @@ def test_a_failing_case_a_profile_decided_says_what_the_judge_said_and_the_rule(
     line = next(x for x in text.splitlines() if x.startswith("- **travel / greeting**"))
     said = f'turn 1: judge said "yes" (P(yes) 0.94); aligned to "no": {ALIGNED_RULE}'
     assert escape_markdown(said) in line
+
+
+def test_the_judges_cost_is_one_line_under_the_metric_table() -> None:
+    result = priced(
+        eval_set("s", case("a", {"m": scored(1.0)})),
+        {"judge_a": 0.0042, "judge_b": 0.5, "judge_c": None},
+        cap=0.5,
+    )
+    text = render_markdown([result])
+    line = (
+        "**Judge cost:** \\$0.50 \\+ unknown \\(judge\\_a \\$0.0042, judge\\_b \\$0.50, "
+        "judge\\_c unknown\\); --max-cost 0.50 reached"
+    )
+    assert line in text.splitlines()
+    assert text.index("| m |") < text.index("**Judge cost:**")
+
+
+def test_judges_that_cost_nothing_add_no_cost_line() -> None:
+    free = priced(eval_set("s", case("a", {"m": scored(1.0)})), {"judge_a": 0.0})
+    assert "Judge cost" not in render_markdown([free])

@@ -40,9 +40,15 @@ def make_case(eval_id: str, status: int, set_id: str = "travel", **notes: Any) -
 
 
 def record(
-    store: HistoryStore, results: list[EvalCaseResult], started: float, *, finish: bool = True
+    store: HistoryStore,
+    results: list[EvalCaseResult],
+    started: float,
+    *,
+    finish: bool = True,
+    notes: dict[str, Any] | None = None,
 ) -> str:
-    """A run of ``results`` (stored compactly, as ``assay eval`` stores them)."""
+    """A run of ``results`` (stored compactly, as ``assay eval`` stores them), its set's notes
+    holding ``notes`` too."""
     run_id = store.start_run(["travel.evalset.json"], {"criteria": {}}, started=started)
     encoder = CaseEncoder()
     rows = []
@@ -67,6 +73,7 @@ def record(
                         "failed": failed,
                         "not_evaluated": len(results) - passed - failed,
                     },
+                    **(notes or {}),
                 }
             ),
         )
@@ -80,6 +87,15 @@ class Runs:
     old: str
     big: str
     running: str
+
+
+BIG_RUN_COST: dict[str, Any] = {
+    "usage": {"final_response_match_v2": {"prompt_tokens": 9000, "completion_tokens": 900,
+                                          "calls": 250}},
+    "cost_usd": {"final_response_match_v2": 0.0042},
+    "max_cost_usd": 0.5,
+}  # fmt: skip
+"""What the big run's judge cost, as its set's notes record it."""
 
 
 def write_history(history: Path) -> Runs:
@@ -97,7 +113,7 @@ def write_history(history: Path) -> Runs:
     )
     with HistoryStore(history) as store:
         old = record(store, [make_case(f"old_{n}", PASSED) for n in range(3)], 1_780_000_000.0)
-        big_id = record(store, big, 1_780_000_100.0)
+        big_id = record(store, big, 1_780_000_100.0, notes=BIG_RUN_COST)
         running = record(
             store, [make_case("live_0", PASSED), make_case("live_1", FAILED)], 1_780_000_200.0,
             finish=False,
@@ -174,6 +190,14 @@ def test_run_page_summary_has_counts_and_a_histogram_per_scored_metric(
     assert re.search(rf'class="stat failed"><span class="big">{failed}</span>', page)
     assert re.search(rf'<span class="big">{CASES}</span><span class="muted">cases</span>', page)
     assert page.count('<svg class="hist"') == 2  # both graded metrics, each scored 250 times
+
+
+def test_run_page_shows_what_the_judges_cost_and_the_cap(client: httpx.Client, runs: Runs) -> None:
+    page = client.get(f"/runs/{runs.big}").text
+    assert '<td class="num">$0.0042</td>' in page  # the metric's row of the LLM use table
+    assert "Judge cost: <b>$0.0042</b>" in page
+    assert '<span class="cost-cap">--max-cost 0.50 not reached</span>' in page
+    assert "Judge cost" not in client.get(f"/runs/{runs.old}").text  # no judge, no cost
 
 
 def test_status_filter_keeps_only_cases_of_that_status(client: httpx.Client, runs: Runs) -> None:

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict
 from assay.compare.stats import Interval, mcnemar_exact, min_pairs_to_test, paired_bootstrap_ci
 from assay.errors import InputError, Problem
 from assay.metrics.base import EvalStatus
+from assay.report.cost import RunCost, run_cost
 from assay.results.keys import CaseKey
 from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult
 
@@ -160,6 +161,10 @@ class Comparison:
     case_regressions: list[CaseRegression] = field(default_factory=list)
     only_in_base: list[CaseKey] = field(default_factory=list)
     only_in_candidate: list[CaseKey] = field(default_factory=list)
+    base_cost: RunCost = field(default_factory=RunCost)
+    """What the base run's judges cost (from its sets' notes)."""
+    candidate_cost: RunCost = field(default_factory=RunCost)
+    """What the candidate run's judges cost."""
 
     @property
     def rows(self) -> list[MetricChange]:
@@ -286,6 +291,8 @@ def compare_runs(
         case_regressions=regressions,
         only_in_base=[key for key in before if key not in after],
         only_in_candidate=[key for key in after if key not in before],
+        base_cost=run_cost(base),
+        candidate_cost=run_cost(candidate),
     )
 
 

@@ -13,6 +13,7 @@ from rich.table import Table
 from assay._version import __version__
 from assay.compare.diff import CaseRegression, Comparison, MetricChange
 from assay.metrics.base import EvalStatus
+from assay.report.cost import CostRow, cost_rows
 from assay.report.fit import Column, fit, fitted_table
 from assay.report.markdown import escape_markdown
 from assay.report.numbers import score_text, signed_score, signed_value, value_text
@@ -302,11 +303,41 @@ def print_comparison(console: Console, comparison: Comparison) -> None:
     for line in groups:
         console.print(f"  {escape(line)}")
     console.print(f"[dim]{escape(legend(comparison))}[/]")
+    for line in cost_lines(comparison):
+        console.print(escape(line))
     for title, labels in case_lists(comparison):
         bold = "bold red" if title == REGRESSED_CASES else "bold"
         console.print(f"\n[{bold}]{escape(title)}[/] ({len(labels)})")
         for line in _capped(labels):
             console.print(f"  {escape(line)}")
+
+
+COST_COLUMNS = ("Judge cost", "Base", "Candidate", "Change")
+"""The headings of the HTML page's cost table."""
+
+
+def costs(comparison: Comparison) -> list[CostRow]:
+    """The two runs' judge costs, the total then each metric
+    (:func:`~assay.report.cost.cost_rows`); empty when neither run's judges cost anything."""
+    return cost_rows(comparison.base_cost, comparison.candidate_cost)
+
+
+def _arrow(row: CostRow) -> str:
+    change = f" ({row.change})" if row.change else ""
+    return f"{row.base} → {row.candidate}{change}"
+
+
+def cost_lines(comparison: Comparison) -> list[str]:
+    """The console's cost lines: ``judge cost: $0.50 → $0.25 (-$0.25)``, then a line per
+    metric, indented, when there are several."""
+    rows = costs(comparison)
+    if not rows:
+        return []
+    total, *metrics = rows
+    lines = [f"judge cost: {_arrow(total)}"]
+    if len(metrics) > 1:
+        lines += [f"  {row.what}: {_arrow(row)}" for row in metrics]
+    return lines
 
 
 def _capped(labels: Sequence[str]) -> list[str]:
@@ -337,11 +368,22 @@ def render_comparison_markdown(comparison: Comparison) -> str:
     if groups:
         lines += [*(f"- {escape_markdown(line)}" for line in groups), ""]
     lines += [legend(comparison), ""]
+    spent = costs(comparison)
+    if spent:
+        total, *metrics = spent
+        lines += [f"**Judge cost:** {escape_markdown(_arrow(total))}", ""]
+        if len(metrics) > 1:
+            lines += [f"- {escape_markdown(r.what)}: {escape_markdown(_arrow(r))}" for r in metrics]
+            lines.append("")
     for title_text, labels in case_lists(comparison):
         lines += [f"### {escape_markdown(title_text)} ({len(labels)})", ""]
         lines += [f"- {escape_markdown(label)}" for label in _capped(labels)]
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _cost_cells(row: CostRow) -> list[str]:
+    return [row.what, row.base, row.candidate, row.change or "–"]
 
 
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -370,6 +412,8 @@ def render_comparison_html(comparison: Comparison) -> str:
             summary=regression_summary(comparison),
             coverage=coverage(comparison),
             legend=legend(comparison),
+            cost_columns=COST_COLUMNS,
+            costs=[_cost_cells(row) for row in costs(comparison)],
             lists=lists,
         )
     )

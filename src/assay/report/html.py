@@ -86,7 +86,8 @@ def html_text(results: Sequence[EvalSetResult], *, title: str | None = None) -> 
         )
         return
     results = _listed(results)
-    sets = [summary(result.eval_set_id, [result]) for result in results]
+    alone = len(results) == 1  # the set's block is the run's: it shows the run's cost cap
+    sets = [summary(result.eval_set_id, [result], cap=alone) for result in results]
     overall = summary("All eval sets", results) if len(results) > 1 else None
     bodies = _Bodies()
     keyed = _keyed(results)

@@ -111,7 +111,8 @@ def render_large(
     results: Sequence[EvalSetResult], *, title: str, version: str, generated: str
 ) -> Iterator[str]:
     """The page, in pieces, from one pass over the cases."""
-    sets = [SummaryBuilder(result.eval_set_id, [result]) for result in results]
+    alone = len(results) == 1  # the set's block is the run's: it shows the run's cost cap
+    sets = [SummaryBuilder(result.eval_set_id, [result], cap=alone) for result in results]
     overall = SummaryBuilder("All eval sets", results) if len(results) > 1 else None
     # where the listed cases go in the page: marks no text in it can hold (random each time)
     marks = [f"assay-{name}-{secrets.token_hex(16)}" for name in ("pages", "more", "data")]

@@ -1,6 +1,6 @@
 """The summary blocks of the HTML report (:mod:`assay.report.html`): per eval set and over the
-run, the counts, each metric's pass and fail counts, mean score and score histogram, the judges
-and the tokens used."""
+run, the counts, each metric's pass and fail counts, mean score and score histogram, the judges,
+the tokens used and what the judges cost (:mod:`assay.report.cost`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
 from assay.report import numbers
+from assay.report.cost import RunCost, cost_of
 from assay.report.judge_agreement import MEASURE_HINT, JudgedMetric, judged_metrics
 from assay.report.rows import UsageRow
 from assay.results.model import EvalCaseResult, EvalSetResult
@@ -89,6 +90,9 @@ class Summary:
     metrics: list[MetricSummary]
     judges: list[JudgeRow]
     usage: list[UsageRow]
+    cost: RunCost | None = None
+    """What the judges cost, per metric and in all, with the run's cap; None when they cost
+    nothing (:func:`~assay.report.cost.cost_of`)."""
 
 
 @dataclass
@@ -245,7 +249,9 @@ def usage_row(who: str, usage: TokenUsage) -> UsageRow:
     )
 
 
-def summary(title: str, results: Sequence[EvalSetResult]) -> Summary:
+def summary(title: str, results: Sequence[EvalSetResult], *, cap: bool = True) -> Summary:
+    """The block for ``results``' cases; ``cap=False`` leaves the run's ``--max-cost`` out of
+    its cost (a block of one eval set of several: the cap is the whole run's)."""
     cases = [case for result in results for case in result.eval_case_results]
     statuses = [case.final_eval_status for case in cases]
     judges, usage, duration = _set_notes(results)
@@ -262,6 +268,7 @@ def summary(title: str, results: Sequence[EvalSetResult]) -> Summary:
         metrics=_metric_summaries(cases),
         judges=judges,
         usage=usage,
+        cost=cost_of(results, cap=cap),
     )
 
 
@@ -304,10 +311,10 @@ class _Tally:
 
 class SummaryBuilder:
     """:func:`summary`'s block for a group of cases too many to hold: fed a case at a time,
-    holding counts and :class:`ScoreBins` only."""
+    holding counts and :class:`ScoreBins` only (``cap`` as :func:`summary` has it)."""
 
-    def __init__(self, title: str, results: Sequence[EvalSetResult]) -> None:
-        self.title, self.results = title, results
+    def __init__(self, title: str, results: Sequence[EvalSetResult], *, cap: bool = True) -> None:
+        self.title, self.results, self.cap = title, results, cap
         self.counts = dict.fromkeys(EvalStatus, 0)
         self.metrics: dict[str, _Tally] = {}
 
@@ -343,6 +350,7 @@ class SummaryBuilder:
             metrics=[_tallied(name, tally) for name, tally in self.metrics.items()],
             judges=judges,
             usage=usage,
+            cost=cost_of(self.results, cap=self.cap),
         )
 
 

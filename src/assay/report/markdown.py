@@ -1,7 +1,8 @@
 """A short Markdown summary of a run, for a pull-request comment.
 
 Totals, one table row per metric (pass rate and mean score over the cases it was evaluated on),
-each judged metric's judge and how far it agrees with people (with a warning where its verdicts
+one line of what the judges cost (per metric, and the ``--max-cost`` cap; none when they cost
+nothing), each judged metric's judge and how far it agrees with people (with a warning where its verdicts
 are a smoke test), then the failing cases with their failing metrics and the cases that were not evaluated, each
 list capped so a large run still makes a short comment. Every id, reason and other text that did
 not come from assay is escaped, so it renders as the text it is (no tables broken by ``|``, no
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.metrics.base import EvalStatus
+from assay.report.cost import cost_of
 from assay.report.judge_agreement import judged_metrics
 from assay.report.numbers import score_text, value_text
 from assay.report.why import why
@@ -134,6 +136,9 @@ def render_markdown(results: Sequence[EvalSetResult]) -> str:
         "",
     ]
     lines += _metric_table(list(totals.values()))
+    cost = cost_of(results)
+    if cost is not None:
+        lines += [f"**Judge cost:** {escape_markdown(cost.words())}", ""]
     lines += _judges(results)
     lines += _section("Failing cases", failing.lines(runs), failing.count)
     lines += _section("Not evaluated", unevaluated.lines(runs), unevaluated.count)

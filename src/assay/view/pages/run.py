@@ -1,7 +1,7 @@
 """The run page (``/runs/{run_id}``: an id, its unique beginning, or ``latest``).
 
-Its summary (counts, judges, duration, each metric's counts and score histogram, drawn by the
-static report's own summary template) and a case x metric grid coloured by status, failing cases
+Its summary (counts, judges, duration, each metric's counts and score histogram, what the judges
+cost, drawn by the static report's own summary template) and a case x metric grid coloured by status, failing cases
 first, filtered by the query string (``?status=FAILED&metric=NAME&q=WORDS&page=N``, so the
 filters work without script), a page of :data:`~assay.view.queries.PAGE_SIZE` cases at a time.
 Everything comes from the run's :class:`~assay.view.queries.RunIndex`; only the listed cases'
@@ -25,6 +25,7 @@ from starlette.routing import BaseRoute, Route
 
 from assay.history.records import HistoryError, RunInfo
 from assay.metrics.base import EvalStatus
+from assay.report.cost import cost_of
 from assay.report.html_grid import Cell
 from assay.report.html_summary import JudgeRow, MetricSummary, Summary, histogram, usage_row
 from assay.report.numbers import label, score_text, value_text
@@ -227,6 +228,7 @@ def run_summary(view: View, info: RunInfo, index: RunIndex) -> Summary:
         metrics=metric_summaries(index),
         judges=[judges[m] for m in sorted(judges)],
         usage=[usage_row(who, used) for who, used in sorted(usage.items())],
+        cost=cost_of(headers),
     )
 
 
