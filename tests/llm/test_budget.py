@@ -1,6 +1,7 @@
 """``--max-cost``: a run's judge spending is priced as answers arrive; once the cap is reached no
 new judge call starts, the verdicts left are NOT_EVALUATED with the reason, and every verdict
-finished before is kept. Over real HTTP (the stub server reports token usage)."""
+finished before is kept; an answer a provider's batch API gave is charged at the batch price.
+Over real HTTP (the stub servers report token usage)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,18 @@ import asyncio
 import json
 
 import pytest
+from _batch_server import BatchServer, Plan
 from _judge_server import JudgeServer, Reply
 
 from assay.config import LlmAsAJudgeCriterion
 from assay.config.eval_config import ModelPrice
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
+from assay.llm.backends.openai_batch import OpenAIBatchApi
 from assay.llm.backends.openai_compat import OpenAICompatBackend
+from assay.llm.batch import BatchingClient, BatchSettings
 from assay.llm.budget import CostCapReached, CostMeter
-from assay.llm.client import LlmClient
+from assay.llm.client import LlmClient, RetryPolicy
 from assay.llm.judge import Judge
 from assay.llm.prices import PriceBook
 from assay.metrics.base import EvalStatus, MetricResult
@@ -42,16 +46,22 @@ def _invocation(index: int) -> Invocation:
 
 
 async def _judged(server: JudgeServer, meter: CostMeter, invocations: int) -> MetricResult:
-    criterion = LlmAsAJudgeCriterion.model_validate(
-        {"threshold": 0.5, "judge_model_options": {"num_samples": 1, "parallelism_limit": 1}}
-    )
     backend = OpenAICompatBackend("openai:judge", base_url=server.base_url)
     async with LlmClient(backend, concurrency=1) as client:
-        judge = Judge(client, "final_response_match_v2", meter=meter)
-        metric = FinalResponseMatchV2Metric(criterion, judge)
-        actual = [_invocation(i) for i in range(invocations)]
-        case = EvalCase(eval_id="c", conversation=actual)
-        return await metric.evaluate(actual, actual, case)
+        return await _verdicts(client, meter, invocations, parallel=1)
+
+
+async def _verdicts(
+    client: LlmClient, meter: CostMeter, invocations: int, *, parallel: int
+) -> MetricResult:
+    criterion = LlmAsAJudgeCriterion.model_validate(
+        {"threshold": 0.5, "judge_model_options": {"num_samples": 1, "parallelism_limit": parallel}}
+    )
+    judge = Judge(client, "final_response_match_v2", meter=meter)
+    metric = FinalResponseMatchV2Metric(criterion, judge)
+    actual = [_invocation(i) for i in range(invocations)]
+    case = EvalCase(eval_id="c", conversation=actual)
+    return await metric.evaluate(actual, actual, case)
 
 
 def test_a_cap_reached_mid_run_stops_new_calls_and_keeps_the_finished_verdicts() -> None:
@@ -91,3 +101,36 @@ def test_a_judge_without_a_known_price_is_not_run_under_a_cap() -> None:
 def test_a_negative_cap_is_refused() -> None:
     with pytest.raises(ValueError, match="cannot be negative"):
         CostMeter(PRICES, max_usd=-1.0)
+
+
+async def _judged_in_batches(server: BatchServer, meter: CostMeter, invocations: int) -> None:
+    backend = OpenAICompatBackend("openai:judge", base_url=server.base_url)
+    client = BatchingClient(
+        backend,
+        OpenAIBatchApi(backend),
+        settings=BatchSettings(idle_s=0.05, poll_s=0.02),
+        retry=RetryPolicy(max_attempts=2, initial_delay_s=0.0),
+    )
+    async with client:
+        result = await _verdicts(client, meter, invocations, parallel=invocations)
+    assert result.status is EvalStatus.PASSED
+
+
+async def _judged_one_at_a_time(server: BatchServer, meter: CostMeter, invocations: int) -> None:
+    backend = OpenAICompatBackend("openai:judge", base_url=server.base_url)
+    async with LlmClient(backend, concurrency=1) as client:
+        result = await _verdicts(client, meter, invocations, parallel=1)
+    assert result.status is EvalStatus.PASSED
+
+
+def test_answers_a_batch_gave_are_charged_half_price_and_its_lines_sent_again_full_price() -> None:
+    # the batch stub reports 10 prompt and 2 completion tokens a line: $0.00003 a call, listed
+    ordinary, batched = CostMeter(PRICES), CostMeter(PRICES)
+    with BatchServer(answer=lambda body: VALID) as server:
+        server.plan(Plan(polls=0, fail=frozenset({1})))  # its second line fails: sent again
+        asyncio.run(_judged_in_batches(server, batched, invocations=4))
+        asyncio.run(_judged_one_at_a_time(server, ordinary, invocations=4))
+        assert server.completions == 1 + 4  # the failed line, then the ordinary run's calls
+
+    assert ordinary.spent_usd == pytest.approx(4 * 0.00003)
+    assert batched.spent_usd == pytest.approx(3 * 0.000015 + 0.00003)

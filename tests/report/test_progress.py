@@ -148,3 +148,22 @@ def test_calls_done_out_of_all_and_an_eta_from_the_mean_measured_call_time() -> 
 def test_at_the_end_the_calls_total_is_exact_and_no_eta_is_shown() -> None:
     update = RunUpdate(5, 5, 42, 42, "final", 0.0, 12.0)
     assert update.calls_text() == "calls 42/42"
+
+
+def test_judge_batches_are_a_log_line_per_change_of_state_and_on_the_terminal_bar() -> None:
+    from assay.llm.batch import BatchProgress
+
+    console, out = _console(terminal=False)
+    with RunProgress(console, 5, heartbeat_s=0) as progress:
+        progress.batches(BatchProgress(submitted=1, running=1, lines=40))
+        progress.batches(BatchProgress(submitted=1, running=1, lines=40, retried=1))  # same state
+        progress.batches(BatchProgress(submitted=1, done=1, lines=40, lines_done=40, retried=2))
+    assert out.getvalue().splitlines() == [
+        "[0/5] batches: 1 submitted, 1 running, 0 done · lines 0/40 done",
+        "[0/5] batches: 1 submitted, 0 running, 1 done · lines 40/40 done, 2 sent one at a time",
+    ]
+
+    console, out = _console(terminal=True)
+    with RunProgress(console, 5, heartbeat_s=0) as progress:
+        progress.batches(BatchProgress(submitted=2, resumed=1, running=3, lines=90))
+    assert "batches: 2 submitted, 3 running, 0 done (1 resumed)" in out.getvalue()  # on the bar

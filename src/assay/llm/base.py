@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from assay.errors import AssayError
 
@@ -89,13 +89,24 @@ class LlmRequest(_Frozen):
 
 class TokenUsage(_Frozen):
     """Tokens and calls. ``calls`` reached the backend; ``cache_hits`` were answered from the
-    cache (their tokens are not counted again); ``retries`` are extra attempts after failures."""
+    cache (their tokens are not counted again); ``retries`` are extra attempts after failures.
+    ``batched`` is the part of it a provider's batch API answered (priced at the batch rate:
+    :func:`assay.llm.prices.cost_usd`); None when no part was."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     calls: int = 0
     cache_hits: int = 0
     retries: int = 0
+    batched: TokenUsage | None = None
+
+    @model_serializer(mode="wrap")
+    def _unbatched_as_before(self, dump: SerializerFunctionWrapHandler) -> Any:
+        """Usage no batch answered is written as it was before ``batched`` existed."""
+        data = dump(self)
+        if self.batched is None and isinstance(data, dict):
+            data.pop("batched", None)
+        return data
 
     @property
     def total_tokens(self) -> int:
@@ -109,7 +120,15 @@ class TokenUsage(_Frozen):
             calls=self.calls + other.calls,
             cache_hits=self.cache_hits + other.cache_hits,
             retries=self.retries + other.retries,
+            batched=_sum(self.batched, other.batched),
         )
+
+
+def _sum(one: TokenUsage | None, other: TokenUsage | None) -> TokenUsage | None:
+    """Two optional usages added (None when both are)."""
+    if one is None or other is None:
+        return one if other is None else other
+    return one + other
 
 
 class Choice(_Frozen):

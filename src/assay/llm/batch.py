@@ -97,7 +97,8 @@ batch it came from (see :func:`batch_of`)."""
 
 def batch_of(response: LlmResponse) -> str | None:
     """The id of the provider batch that answered ``response``, when one did (then its usage is
-    priced at the batch rate); None for an ordinary call or a cache hit."""
+    all :attr:`~assay.llm.base.TokenUsage.batched`, priced at the batch rate); None for an
+    ordinary call or a cache hit."""
     if response.cached or not isinstance(response.raw, dict):
         return None
     found = response.raw.get(BATCH_ID)
@@ -207,22 +208,28 @@ class BatchSettings:
 @dataclass
 class BatchProgress:
     """Batches so far: ``submitted`` (sent by this client), ``resumed`` (found open from an
-    earlier run), ``running`` (being waited on now), ``done`` (over); their ``lines``, the lines
-    answered, and the lines that went as ordinary calls (``retried``)."""
+    earlier run), ``running`` (being waited on now), ``done`` (over); their ``lines`` (those of
+    the batches resumed too), the lines of the batches over (``lines_done``), the calls a batch
+    answered, and the calls that went as ordinary calls (``retried``)."""
 
     submitted: int = 0
     resumed: int = 0
     running: int = 0
     done: int = 0
     lines: int = 0
+    lines_done: int = 0
     answered: int = 0
     retried: int = 0
 
     def describe(self) -> str:
-        """In words, for a console line: ``batches: 2 submitted, 1 running, 1 done``."""
+        """In words, for a console line: ``batches: 2 submitted, 1 running, 1 done · lines
+        40/90 done`` (then ``, 3 sent one at a time`` when some were)."""
         words = f"batches: {self.submitted} submitted, {self.running} running, {self.done} done"
         if self.resumed:
             words += f" ({self.resumed} resumed)"
+        words += f" · lines {self.lines_done:,}/{self.lines:,} done"
+        if self.retried:
+            words += f", {self.retried:,} sent one at a time"
         return words
 
 
@@ -316,11 +323,9 @@ class BatchingClient(LlmClient):
         self.progress.answered += 1
         self._count_batched(response)
         self.batched = self.batched + response.usage
-        if batch_id is not None:
-            response = response.model_copy(
-                update={"raw": {**(response.raw or {}), BATCH_ID: batch_id}}
-            )
-        return response
+        usage = response.usage.model_copy(update={"batched": response.usage})
+        raw = {**(response.raw or {}), BATCH_ID: batch_id} if batch_id else response.raw
+        return response.model_copy(update={"usage": usage, "raw": raw})
 
     def immediate(self) -> LlmClient:
         """An ordinary client of the same backend, cache and limits, with the whole retry
@@ -395,6 +400,7 @@ class BatchingClient(LlmClient):
             for key in record.keys:
                 self._in_batch[key] = record.batch_id
             self.progress.resumed += 1
+            self.progress.lines += len(record.keys)
             self._spawn_batch(self._run_batch(list(record.keys), record.batch_id))
 
     def _spawn_batch(self, work: Awaitable[None]) -> None:
@@ -421,6 +427,7 @@ class BatchingClient(LlmClient):
             finally:
                 self.progress.running -= 1
             self.progress.done += 1
+            self.progress.lines_done += len(keys)
             if state.files:
                 results = await self._provider_api.results(state)
             missing = _missing(batch_id, state)

@@ -9,7 +9,10 @@ so a run can end a little above its cap (by at most the calls in flight when it 
 every verdict finished before is kept.
 
 The meter prices each response's usage as it arrives (:class:`~assay.llm.prices.PriceBook`),
-per metric and per model. A model with no known price cannot be capped: with a cap, its calls
+per metric and per model; the part a provider's batch API answered
+(:attr:`~assay.llm.base.TokenUsage.batched`) at the batch price, as the set's recorded cost is.
+With ``--judge-batch`` a whole batch round is in flight before its cost is known, so the cap can
+be passed by up to one round. A model with no known price cannot be capped: with a cap, its calls
 are refused at once, saying how to give it a price (a judge that may cost anything is not run
 under a cap); without a cap its cost is reported unknown.
 """
@@ -89,7 +92,8 @@ class CostMeter:
     def charge(
         self, metric: str, model: str, usage: TokenUsage, *, batched: TokenUsage | None = None
     ) -> float | None:
-        """Count ``usage`` of ``model`` against ``metric``; its cost (None when unknown)."""
+        """Count ``usage`` of ``model`` against ``metric``; its cost (None when unknown).
+        ``batched`` is the part of it a batch API answered (``usage.batched``)."""
         dollars = self.prices.cost(model, usage, batched=batched)
         if dollars is None:
             if usage.calls:

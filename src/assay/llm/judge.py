@@ -93,7 +93,8 @@ class Judge:
         response = await self.client.generate(request, sample=sample)
         self.ledger.add(self.metric, case_id, response.usage)
         if self.meter is not None:
-            self.meter.charge(self.metric, self.model, response.usage)
+            usage = response.usage
+            self.meter.charge(self.metric, self.model, usage, batched=usage.batched)
         return response
 
 

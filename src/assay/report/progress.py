@@ -14,6 +14,11 @@ default): cases done, LLM calls in flight and waiting, calls done out of all, ET
 1m 45s elapsed``); on a terminal the bar shows the same counts. A judge on a CPU can take minutes
 before the first case is scored, and a silent log looks like a hung job.
 
+With ``--judge-batch``, :meth:`RunProgress.batches` is told the judges' batches as they change
+(:class:`~assay.llm.batch.BatchProgress`): the bar and the heartbeat show them, and a log gets a
+line each time a batch is submitted, resumed, starts or ends (``[0/5] batches: 1 submitted, 1
+running, 0 done · lines 0/42 done``), never one per poll.
+
 The calls are the attempts this process sent to a backend since the run began (``ACTIVITY``, where
 the clients' slots are handed out; cached answers are not calls). Their total is exact only at the
 end: before a case has finished it is the calls made, in flight and waiting ("so far": it grows as
@@ -32,7 +37,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from rich.console import Console
 from rich.progress import (
@@ -47,6 +52,9 @@ from rich.progress import (
 from assay.llm.base import TokenUsage
 from assay.llm.slots import ACTIVITY
 from assay.results.model import EvalCaseResult
+
+if TYPE_CHECKING:
+    from assay.llm.batch import BatchProgress
 
 
 def case_usage(result: EvalCaseResult) -> TokenUsage:
@@ -195,6 +203,8 @@ class RunProgress:
         self._write = threading.Lock()
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
+        self._batches = ""
+        self._batch_state: tuple[int, ...] = ()
 
     def __enter__(self) -> RunProgress:
         if self.live:
@@ -244,6 +254,7 @@ class RunProgress:
             elif not self.live and now - self._last_line >= self.heartbeat_s:
                 parts = [
                     f"[{self.done}/{self.total}] running: {activity_text()}",
+                    self._batches,
                     self.counter.update().calls_text(),
                     f"{elapsed_text(now - self._started)} elapsed",
                 ]
@@ -253,7 +264,7 @@ class RunProgress:
         """The calls and ETA first, then what is in flight; the finished cases' usage only where
         the line has room for it (from 160 columns)."""
         flying = f"{ACTIVITY.in_flight} in flight, {ACTIVITY.waiting} waiting"
-        parts = [self.counter.update().calls_text(), flying]
+        parts = [self._batches, self.counter.update().calls_text(), flying]
         if self.console.width >= 160:
             parts.append(usage_text(self.usage))
         return " · ".join(part for part in parts if part)
@@ -263,6 +274,17 @@ class RunProgress:
             self.console.file.write(text + "\n")
             self.console.file.flush()
             self._last_line = time.monotonic()
+
+    def batches(self, progress: BatchProgress) -> None:
+        """Show the judges' batches (``--judge-batch``'s ``batch_progress`` hook): on the bar and
+        in the heartbeat; in a log, a line when a batch is submitted, resumed, starts or ends."""
+        self._batches = progress.describe()
+        state = (progress.submitted, progress.resumed, progress.running, progress.done)
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, usage=self._bar_text())
+        elif not self.live and state != self._batch_state:
+            self._line(f"[{self.done}/{self.total}] {self._batches}")
+        self._batch_state = state
 
     def case_done(self, job: object, result: EvalCaseResult) -> None:
         """Count one finished case (the runner's ``on_case`` callback)."""

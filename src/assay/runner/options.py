@@ -24,6 +24,7 @@ from assay.runner.judges import JudgeSettings as JudgeSettings
 
 if TYPE_CHECKING:
     from assay.agents.base import AgentFactory
+    from assay.llm.batch import Progress
     from assay.runner.executors.base import Executor
 
 
@@ -70,6 +71,8 @@ class RunOptions:
     resume: str | None = None
     executor: Executor | None = None
     judge_batch: bool = False
+    judge_batch_progress: Progress | None = None
+    """With ``judge_batch``, told the judges' batches as they change (the CLI's progress)."""
     early_stop_votes: bool = False
     max_cost_usd: float | None = None
 
@@ -120,6 +123,7 @@ class RunOptions:
             batch_history=(self.history_file or default_history_path(self.env))
             if self.judge_batch and self.history
             else None,
+            batch_progress=self.judge_batch_progress,
         )
 
     @property
