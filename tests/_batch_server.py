@@ -28,9 +28,9 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
+
+from _http_stub import Listener, StubHandler
 
 Answer = Callable[[dict[str, Any]], str]
 
@@ -58,7 +58,7 @@ class _Batch:
 
 
 @dataclass
-class BatchServer:
+class BatchServer(Listener):
     """The stub server (a context manager: started on enter, stopped and joined on exit)."""
 
     answer: Answer = field(default=lambda body: "yes")
@@ -73,14 +73,15 @@ class BatchServer:
     _plans: deque[Plan] = field(default_factory=deque)
     _ids: itertools.count[int] = field(default_factory=itertools.count)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: ThreadingHTTPServer | None = None
-    _thread: threading.Thread | None = None
+
+    def handler_class(self) -> type[StubHandler]:
+        """Serves the files, batches and chat-completions routes."""
+        return _handler(self)
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:<port>/v1``."""
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return f"{self.origin}/v1"
 
     @property
     def batches_created(self) -> int:
@@ -100,26 +101,6 @@ class BatchServer:
         """The request lines of a batch."""
         content = self.files[self.batches[batch_id].input_file]
         return [json.loads(line) for line in content.splitlines() if line.strip()]
-
-    def __enter__(self) -> BatchServer:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = False
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.02,), daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        assert self._server is not None and self._thread is not None
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
 
     # -- what each route does -------------------------------------------------------------
 
@@ -248,24 +229,14 @@ def _file_content(content_type: str, body: bytes) -> str:
     return ""
 
 
-def _handler(server: BatchServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
+def _handler(server: BatchServer) -> type[StubHandler]:
+    class Handler(StubHandler):
         def _send(self, status: int, data: Any) -> None:
             raw = (data if isinstance(data, str) else json.dumps(data)).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def _body(self) -> bytes:
-            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_bytes(status, raw, "application/json")
 
         def do_POST(self) -> None:
-            body = self._body()
+            body = self.read_body()
             if server.no_batch_api and self.path != "/v1/chat/completions":
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
             elif self.path == "/v1/files":
@@ -295,7 +266,7 @@ def _handler(server: BatchServer) -> type[BaseHTTPRequestHandler]:
 
 
 @dataclass
-class GeminiBatchServer:
+class GeminiBatchServer(Listener):
     """A stub of the Gemini API's batch mode on 127.0.0.1 (point google-genai at it with
     ``GOOGLE_GEMINI_BASE_URL``): ``POST /v1beta/models/{model}:batchGenerateContent`` and
     ``GET /v1beta/batches/{id}``, with the same :class:`Plan`s as :class:`BatchServer` (a
@@ -310,38 +281,19 @@ class GeminiBatchServer:
     _plans: deque[Plan] = field(default_factory=deque)
     _ids: itertools.count[int] = field(default_factory=itertools.count)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: ThreadingHTTPServer | None = None
-    _thread: threading.Thread | None = None
+
+    def handler_class(self) -> type[StubHandler]:
+        """Serves the batch and ``generateContent`` routes."""
+        return _gemini_handler(self)
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:<port>``."""
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self.origin
 
     def plan(self, *plans: Plan) -> None:
         """Queue how the next batches behave."""
         self._plans.extend(plans)
-
-    def __enter__(self) -> GeminiBatchServer:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _gemini_handler(self))
-        self._server.daemon_threads = False
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.02,), daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        assert self._server is not None and self._thread is not None
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
 
     def create(self, model: str, body: dict[str, Any]) -> dict[str, Any]:
         requests = body["batch"]["inputConfig"]["requests"]["requests"]
@@ -403,21 +355,13 @@ def _gemini_answer(text: str) -> dict[str, Any]:
     }
 
 
-def _gemini_handler(server: GeminiBatchServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
+def _gemini_handler(server: GeminiBatchServer) -> type[StubHandler]:
+    class Handler(StubHandler):
         def _send(self, status: int, data: Any) -> None:
-            raw = json.dumps(data).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+            self.send_bytes(status, json.dumps(data).encode(), "application/json")
 
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            body = json.loads(self.read_body())
             path = self.path.split("?")[0]
             if path.endswith(":batchGenerateContent"):
                 model = path.removeprefix("/v1beta/").removesuffix(":batchGenerateContent")

@@ -15,7 +15,8 @@ Routes (google-genai 2.x, pointed here with its own ``GOOGLE_GEMINI_BASE_URL`` /
 - the Gemini Developer API, ``POST /v1beta/models/{model}:generateContent``, key in the
   ``x-goog-api-key`` header;
 - Vertex AI, ``POST /v1beta1/projects/{project}/locations/{location}/publishers/google/models/
-  {model}:generateContent``, with a bearer token;
+  {model}:generateContent`` (or ``.../endpoints/{endpoint}:generateContent``), with a bearer
+  token;
 - an OAuth token endpoint, ``POST /token``, answering any refresh request with
   :attr:`GeminiServer.access_token`, so application default credentials (an ``authorized_user``
   file whose ``token_uri`` is :attr:`GeminiServer.token_uri`) work without the network.
@@ -24,19 +25,21 @@ Each ``generateContent`` answer comes from, in order: the replies queued with
 :meth:`GeminiServer.queue`, else the ``reply`` callable (given the request's JSON body), else
 ``default``. A reply is a :class:`Reply` or a plain string (a 200 answer with that text). Errors
 have Google's shape: ``{"error": {"code", "message", "status"}}``.
+
+:class:`HostProxy` is an HTTPS proxy that records which host a client would have reached (and
+refuses it), for what a base URL of the test's would hide: google-genai's regional Vertex host.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import threading
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
+
+from _http_stub import Received as _Received
+from _http_stub import Scripted, StubHandler
 
 ReplyFn = Callable[[dict[str, Any]], "Reply | str"]
 
@@ -53,7 +56,8 @@ _STATUS_NAMES = {
 _GEMINI_API = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):generateContent$")
 _VERTEX = re.compile(
     r"^/v1beta1/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)"
-    r"/publishers/google/models/(?P<model>[^/:]+):generateContent$"
+    r"/(?:publishers/google/models/(?P<model>[^/:]+)|endpoints/(?P<endpoint>[^/:]+))"
+    r":generateContent$"
 )
 
 
@@ -75,22 +79,17 @@ class Reply:
         return cls(text=message, status=status, headers=dict(headers or {}))
 
 
-@dataclass(frozen=True)
-class Received:
-    """One request: method, path (query string removed), query string, headers (lower-case
-    names) and the body parsed as JSON (None if it was not JSON)."""
-
-    method: str
-    path: str
-    query: str
-    headers: dict[str, str]
-    body: Any
+class Received(_Received):
+    """One request (see :class:`_http_stub.Received`), with its route and prompt."""
 
     @property
     def route(self) -> dict[str, str] | None:
-        """The path's parts (``model``; ``project`` and ``location`` on Vertex), or None."""
+        """The path's parts (``model``; ``project``, ``location`` and ``model`` or ``endpoint``
+        on Vertex), or None."""
         match = _GEMINI_API.match(self.path) or _VERTEX.match(self.path)
-        return match.groupdict() if match else None
+        if match is None:
+            return None
+        return {name: part for name, part in match.groupdict().items() if part is not None}
 
     @property
     def prompt(self) -> str:
@@ -108,79 +107,27 @@ class Received:
         )
 
 
-class GeminiServer:
+class GeminiServer(Scripted["Reply | str"]):
     """A Gemini API server in a background thread; use as a context manager."""
 
     access_token = "ya29.stub-access-token"
 
     def __init__(self, reply: ReplyFn | None = None, *, default: Reply | str = "ok") -> None:
-        self.reply = reply
-        self.default = default
-        self.errors: list[str] = []
-        self._lock = threading.Lock()
-        self._queued: deque[Reply | str] = deque()
-        self._received: list[Received] = []
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> GeminiServer:
-        """Listen on a free port and serve in a background thread."""
-        handler = type("Handler", (self.handler_class(),), {"stub": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
+        super().__init__(reply, default=default)
 
     def handler_class(self) -> type[_Handler]:
         """The request handler this server serves with (a subclass serves another API)."""
         return _Handler
 
-    def close(self) -> None:
-        """Stop serving and join the server thread."""
-        if self._httpd is None:
-            return
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join()
-        self._httpd = None
-
-    def __enter__(self) -> GeminiServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT`` (google-genai adds the API version)."""
-        if self._httpd is None:
-            raise RuntimeError("the server is not running")
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return self.origin
 
     @property
     def token_uri(self) -> str:
         """The OAuth token endpoint, for an ``authorized_user`` credentials file."""
         return f"{self.base_url}/token"
-
-    def queue(self, *replies: Reply | str) -> None:
-        """Answer the next ``generateContent`` requests with ``replies``, in order."""
-        with self._lock:
-            self._queued.extend(replies)
-
-    @property
-    def requests(self) -> list[Received]:
-        """Every request received so far, in arrival order."""
-        with self._lock:
-            return list(self._received)
 
     @property
     def calls(self) -> list[Received]:
@@ -191,26 +138,13 @@ class GeminiServer:
         """How many ``generateContent`` requests arrived."""
         return len(self.calls)
 
-    def _record(self, received: Received) -> None:
-        with self._lock:
-            self._received.append(received)
-
     def _choose(self, body: dict[str, Any]) -> Reply:
         chosen = self._queued_or_default(body)
         return Reply(text=chosen) if isinstance(chosen, str) else chosen
 
     def _queued_or_default(self, body: dict[str, Any]) -> Reply | str:
         """The next queued reply, else the ``reply`` function's, else ``default``."""
-        with self._lock:
-            queued = self._queued.popleft() if self._queued else None
-        if queued is None and self.reply is not None:
-            try:
-                queued = self.reply(body)
-            except Exception as exc:  # a broken reply function must show in the test
-                with self._lock:
-                    self.errors.append(repr(exc))
-                return Reply.error(500, f"stub reply function raised {exc!r}")
-        return self.default if queued is None else queued
+        return self._next_reply(body, lambda message: Reply.error(500, message))
 
 
 def _answer(reply: Reply, model: str, prompt: str) -> dict[str, Any]:
@@ -237,28 +171,16 @@ def _error(status: int, message: str) -> dict[str, Any]:
     return {"error": {"code": status, "message": message, "status": name}}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(StubHandler):
     stub: GeminiServer  # set on the subclass GeminiServer.start makes
-    timeout = 30
-    disable_nagle_algorithm = True
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet."""
+    record_as = Received
 
     def _receive(self) -> Received | None:
         """Read and record the request; an OAuth refresh is answered here (then None)."""
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        path, _, query = self.path.partition("?")
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        received = Received(self.command, path, query, headers, body)
+        received = self.received(self.read_body())
+        assert isinstance(received, Received)
         self.stub._record(received)
-        if path == "/token":  # an OAuth refresh (form-encoded, so body is None)
+        if received.path == "/token":  # an OAuth refresh (form-encoded, so body is None)
             token = {"access_token": self.stub.access_token, "expires_in": 3600}
             self._send(200, {**token, "token_type": "Bearer"})
             return None
@@ -281,17 +203,42 @@ class _Handler(BaseHTTPRequestHandler):
         elif reply.status != 200:
             self._send(reply.status, _error(reply.status, reply.text), reply.headers)
         else:
-            self._send(200, _answer(reply, route["model"], received.prompt), reply.headers)
+            model = route.get("model") or route.get("endpoint", "")
+            self._send(200, _answer(reply, model, received.prompt), reply.headers)
 
     def _send(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=UTF-8")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-        except OSError:  # the client went away
-            self.close_connection = True
+        self.send_bytes(status, data, "application/json; charset=UTF-8", headers)
+
+
+class HostProxy(Scripted[None]):
+    """An HTTPS proxy on 127.0.0.1 that records the hosts clients ask it to reach and refuses
+    every one (403), so nothing leaves the machine: pointed at with ``HTTPS_PROXY``, it shows which
+    host google-genai would have called with no base URL of the test's (the real, regional one).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(None, default=None)
+
+    def handler_class(self) -> type[_ProxyHandler]:
+        """Answers ``CONNECT``."""
+        return _ProxyHandler
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``, for ``HTTPS_PROXY``."""
+        return self.origin
+
+    @property
+    def hosts(self) -> list[str]:
+        """The ``host:port`` of each ``CONNECT`` received, in order."""
+        return [r.path for r in self.requests if r.method == "CONNECT"]
+
+
+class _ProxyHandler(StubHandler):
+    stub: HostProxy
+
+    def do_CONNECT(self) -> None:
+        self.stub._record(self.received(b""))
+        self.close_connection = True
+        self.send_bytes(403, b"no network in tests", "text/plain")

@@ -27,18 +27,13 @@ Closing the server wakes every delayed reply, closes every open connection and j
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
-import sys
-import threading
-import time
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
+
+from _http_stub import Received as _Received
+from _http_stub import Scripted, StubHandler
 
 ReplyFn = Callable[[dict[str, Any]], "Reply | str"]
 
@@ -97,16 +92,9 @@ class Reply:
         return cls(drop=True)
 
 
-@dataclass(frozen=True)
-class Received:
-    """One request the server received: method, path, headers (lower-case names), the body
-    parsed as JSON (None if it was not JSON), and when it arrived (``time.monotonic()``)."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-    at: float = field(default_factory=time.monotonic)
+class Received(_Received):
+    """One request the server received (see :class:`_http_stub.Received`), with its chat
+    messages."""
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -116,7 +104,7 @@ class Received:
         return messages if isinstance(messages, list) else []
 
 
-class JudgeServer:
+class JudgeServer(Scripted["Reply | str"]):
     """An OpenAI-compatible server in a background thread; use as a context manager."""
 
     def __init__(
@@ -131,86 +119,29 @@ class JudgeServer:
     ) -> None:
         if max_concurrent is not None and max_concurrent < 1:
             raise ValueError("max_concurrent must be at least 1")
-        self.reply = reply
+        super().__init__(reply, default=default)
         self.max_concurrent = max_concurrent
         """Completions served at once before the rest are refused with 429 (None: no limit);
         may be changed while the server runs."""
         self.retry_after = retry_after
-        self.default = default
         self.latency_s = latency_s
         self.model = model
-        self.errors: list[str] = []
-        self._lock = threading.Lock()
-        self._queued: deque[Reply | str] = deque()
-        self._received: list[Received] = []
         self._in_flight = 0
         self._max_in_flight = 0
         self._serving = 0
         self._refused = 0
         self._served_at_once: list[int] = []
-        self._stopping = threading.Event()
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
 
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def start(self) -> JudgeServer:
-        """Listen on a free port and serve in a background thread."""
-        handler = type("Handler", (_Handler,), {"stub": self})
-        self._httpd = _Server(("127.0.0.1", 0), handler)
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        """Stop serving: wake delayed replies, close connections, join every thread."""
-        if self._httpd is None:
-            return
-        self._stopping.set()
-        self._httpd.shutdown()
-        self._httpd.close_connections()
-        self._httpd.server_close()  # joins the handler threads
-        if self._thread is not None:
-            self._thread.join()
-        self._httpd = None
-
-    def __enter__(self) -> JudgeServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    @property
-    def port(self) -> int:
-        """The port it listens on."""
-        if self._httpd is None:
-            raise RuntimeError("the server is not running")
-        return int(self._httpd.server_address[1])
+    def handler_class(self) -> type[_Handler]:
+        """Serves the chat-completions API."""
+        return _Handler
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT/v1``."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{self.origin}/v1"
 
     # -- scripting and inspection ---------------------------------------------------------
-
-    def queue(self, *replies: Reply | str) -> None:
-        """Answer the next completion requests with ``replies``, in order."""
-        with self._lock:
-            self._queued.extend(replies)
-
-    @property
-    def requests(self) -> list[Received]:
-        """Every request received so far, in arrival order."""
-        with self._lock:
-            return list(self._received)
 
     @property
     def completions(self) -> list[Received]:
@@ -248,10 +179,6 @@ class JudgeServer:
 
     # -- used by the handler threads ------------------------------------------------------
 
-    def _record(self, received: Received) -> None:
-        with self._lock:
-            self._received.append(received)
-
     def _admit(self) -> bool:
         """Whether a completion may be served now (``max_concurrent`` not reached); one that
         may counts as served until :meth:`_done_serving`."""
@@ -274,24 +201,12 @@ class JudgeServer:
         with self._lock:
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
-            queued = self._queued.popleft() if self._queued else None
-        if queued is None and self.reply is not None and isinstance(body, dict):
-            try:
-                queued = self.reply(body)
-            except Exception as exc:  # a broken reply function must show in the test
-                with self._lock:
-                    self.errors.append(repr(exc))
-                return Reply.error(500, f"stub reply function raised {exc!r}")
-        chosen = self.default if queued is None else queued
+        chosen = self._next_reply(body, lambda message: Reply.error(500, message))
         return Reply.ok(chosen) if isinstance(chosen, str) else chosen
 
     def _end(self) -> None:
         with self._lock:
             self._in_flight -= 1
-
-    def _wait(self, seconds: float) -> bool:
-        """Wait ``seconds``; False if the server began closing meanwhile."""
-        return seconds <= 0 or not self._stopping.wait(seconds)
 
     def _completion(self, reply: Reply, body: Any) -> dict[str, Any]:
         messages = body.get("messages") if isinstance(body, dict) else None
@@ -327,54 +242,13 @@ class JudgeServer:
         }
 
 
-class _Server(ThreadingHTTPServer):
-    """Joins its handler threads on close, and can close the connections they hold open."""
-
-    daemon_threads = False
-    block_on_close = True
-    request_queue_size = 128
-
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
-        self._open: set[socket.socket] = set()
-        self._open_lock = threading.Lock()
-        super().__init__(address, handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._open_lock:
-            self._open.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._open_lock:
-            self._open.discard(request)
-        super().shutdown_request(request)
-
-    def close_connections(self) -> None:
-        """Shut the open connections down so handler threads waiting on them return."""
-        with self._open_lock:
-            connections = list(self._open)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that went away (timed out, cancelled) is not an error worth printing."""
-        if not isinstance(sys.exc_info()[1], OSError):
-            super().handle_error(request, client_address)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(StubHandler):
     stub: JudgeServer  # set on the subclass JudgeServer.start makes
-    timeout = 30  # a connection idle this long is closed
-    disable_nagle_algorithm = True  # headers and body go out as separate writes; no 40 ms delay
+    record_as = Received
     _serving = False  # this connection's request counts against max_concurrent
 
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet."""
-
     def do_GET(self) -> None:
-        self._record(None)
+        self.stub._record(self.received(b""))
         if self.path.rstrip("/") == "/v1/models":
             model = {"id": self.stub.model, "object": "model", "owned_by": "assay-tests"}
             self._send(200, {"object": "list", "data": [model]})
@@ -382,13 +256,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": {"message": f"no route {self.path}"}})
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        self._record(body)
+        received = self.received(self.read_body())
+        self.stub._record(received)
+        body = received.body
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._send(404, {"error": {"message": f"no route {self.path}"}})
             return
@@ -428,10 +298,6 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(200, self.stub._completion(reply, body), reply.headers)
 
-    def _record(self, body: Any) -> None:
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        self.stub._record(Received(self.command, self.path, headers, body))
-
     def _send(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
         if isinstance(payload, bytes):
             data, kind = payload, "application/octet-stream"
@@ -439,13 +305,4 @@ class _Handler(BaseHTTPRequestHandler):
             data, kind = payload.encode("utf-8"), "text/plain; charset=utf-8"
         else:
             data, kind = json.dumps(payload).encode("utf-8"), "application/json"
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-        except OSError:  # the client went away
-            self.close_connection = True
+        self.send_bytes(status, data, kind, headers)

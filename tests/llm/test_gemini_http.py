@@ -3,7 +3,9 @@
 
 The API-key route scores verdicts through ``assay eval``; the Vertex route authenticates with
 application default credentials (an ``external_account_authorized_user`` file whose token
-endpoint is the local server) and must reach the user's project, location and model; 429 and
+endpoint is the local server) and must reach the user's project, location and model, or the
+Vertex resource named as the model, at the path google-genai builds for it and at the regional
+host of the resource's own location (seen through an HTTPS proxy that refuses every host); 429 and
 503 are retried (429 after its ``Retry-After``, else its ``RetryInfo`` delay), 401 and 403 are
 not; the key is never shown.
 """
@@ -17,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _gemini_server import GeminiServer, Reply
+from _gemini_server import GeminiServer, HostProxy, Reply
 from _support import Example, RunCli
 
 from assay.llm.backends.gemini import GeminiBackend
-from assay.llm.base import LlmCallError, LlmRequest, LlmResponse, Message
+from assay.llm.base import LlmCallError, LlmRequest, LlmResponse, LlmUnavailableError, Message
 from assay.llm.client import LlmClient, RetryPolicy
 
 from .conftest import FakeSleep
@@ -141,6 +143,22 @@ def _refused(sleeps: FakeSleep | None = None) -> LlmCallError:
     with pytest.raises(LlmCallError) as caught:
         _ask(sleeps=sleeps)
     return caught.value
+
+
+def _host_of_call(model: str, proxy: HostProxy) -> list[str]:
+    """The hosts one ``generate`` call for ``model`` asked ``proxy`` to reach (the proxy refuses
+    them, so the call fails)."""
+
+    async def go() -> None:
+        backend = GeminiBackend(model)
+        try:
+            with pytest.raises(LlmCallError):
+                await backend.generate(REQUEST)
+        finally:
+            await backend.aclose()
+
+    asyncio.run(go())
+    return proxy.hosts
 
 
 @pytest.mark.parametrize(("verdict", "score", "code"), [(VALID, 1.0, 0), (INVALID, 0.0, 1)])
@@ -305,3 +323,89 @@ def test_an_auth_error_in_assay_eval_never_shows_the_key(
     assert run.code != 0
     assert gemini.count() >= 1 and "API key not valid" in run.output
     assert API_KEY not in run.output
+
+
+ENDPOINT = f"projects/{PROJECT}/locations/{LOCATION}/endpoints/1234567890"
+PUBLISHER_MODEL = (
+    f"projects/{PROJECT}/locations/{LOCATION}/publishers/google/models/gemini-2.5-flash"
+)
+
+
+@pytest.mark.parametrize("resource", [ENDPOINT, PUBLISHER_MODEL])
+def test_a_vertex_resource_named_as_the_judge_is_called_at_the_path_genai_builds_for_it(
+    run_cli: RunCli,
+    example: Example,
+    gemini: GeminiServer,
+    vertex_env: None,
+    tmp_path: Path,
+    resource: str,
+) -> None:
+    gemini.default = VALID
+
+    run, results = _eval(run_cli, example, tmp_path, judge=("--judge-model", resource))
+
+    assert run.code == 0, run.output
+    assert results is not None and _scores(results) == [1.0] * 4
+    calls = gemini.calls
+    assert calls and {c.path for c in calls} == {f"/v1beta1/{resource}:generateContent"}
+    bearer = f"Bearer {GeminiServer.access_token}"
+    assert {c.headers.get("authorization") for c in calls} == {bearer}
+
+
+@pytest.fixture
+def proxy(gemini: GeminiServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[HostProxy]:
+    """No Vertex base URL of the test's, so google-genai picks its real regional host; an HTTPS
+    proxy shows which host that is (and refuses it). The token endpoint stays direct."""
+    monkeypatch.delenv("GOOGLE_VERTEX_BASE_URL")
+    for name in ("HTTP_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    with HostProxy() as host_proxy:
+        monkeypatch.setenv("HTTPS_PROXY", host_proxy.url)
+        yield host_proxy
+
+
+@pytest.mark.usefixtures("vertex_env")
+@pytest.mark.parametrize(
+    ("model", "host"),
+    [
+        ("gemini-2.5-flash", f"{LOCATION}-aiplatform.googleapis.com:443"),
+        (ENDPOINT, f"{LOCATION}-aiplatform.googleapis.com:443"),
+        (ENDPOINT.replace(LOCATION, "us-east1"), "us-east1-aiplatform.googleapis.com:443"),
+        (PUBLISHER_MODEL.replace(LOCATION, "global"), "aiplatform.googleapis.com:443"),
+    ],
+)
+def test_a_vertex_call_goes_to_the_host_of_the_location_its_model_lives_in(
+    proxy: HostProxy, model: str, host: str
+) -> None:
+    assert _host_of_call(model, proxy) == [host]
+
+
+def test_a_vertex_resource_with_an_api_key_is_refused_in_one_line_naming_what_to_set(
+    gemini: GeminiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", API_KEY)
+
+    with pytest.raises(LlmUnavailableError) as caught:
+        GeminiBackend(ENDPOINT)
+
+    message = str(caught.value)
+    assert "\n" not in message and ENDPOINT in message and API_KEY not in message
+    assert "Vertex AI resource name" in message and "GOOGLE_GENAI_USE_VERTEXAI=true" in message
+    assert gemini.requests == []
+
+
+def test_a_vertex_resource_with_an_api_key_stops_assay_eval_before_any_call(
+    run_cli: RunCli,
+    example: Example,
+    gemini: GeminiServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", API_KEY)
+
+    run, _ = _eval(run_cli, example, tmp_path, judge=("--judge-model", ENDPOINT))
+
+    assert run.code == 2, run.output
+    assert "Vertex AI resource name" in run.output and "Traceback" not in run.output
+    assert gemini.calls == [] and API_KEY not in run.output

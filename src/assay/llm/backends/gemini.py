@@ -4,8 +4,12 @@ The model names are ADK 2.13's: whatever its ``Gemini`` model class registers (s
 :data:`GEMINI_PATTERNS`). Credentials come from the environment, as in ADK: an API key
 (``GOOGLE_API_KEY``, else ``GEMINI_API_KEY``), or Vertex AI (``GOOGLE_GENAI_USE_VERTEXAI=true``
 with ``GOOGLE_CLOUD_PROJECT`` and ``GOOGLE_CLOUD_LOCATION``, and application default
-credentials). ``request.params`` (a criterion's ``judge_model_config``: ADK's
-``GenerateContentConfig`` keys, snake or camel case) become the generation config; automatic
+credentials). A Vertex resource name (``projects/P/locations/L/endpoints/ID``,
+``projects/P/locations/L/publishers/google/models/NAME``) is called in its own location ``L``:
+google-genai would send it to ``GOOGLE_CLOUD_LOCATION``'s regional host, where an endpoint of
+another region does not exist, so the client is built for ``L``; with an API key instead of Vertex
+AI such a name is refused in one line. ``request.params`` (a criterion's ``judge_model_config``:
+ADK's ``GenerateContentConfig`` keys, snake or camel case) become the generation config; automatic
 function calling is always off.
 """
 
@@ -15,7 +19,7 @@ import importlib.util
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -48,6 +52,7 @@ CREDENTIALS_HELP = (
     "with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION; or choose a judge that needs no Google "
     "account: --judge-model local: (offline), or openai:<model> / ollama:<model>"
 )
+_RESOURCE = re.compile(r"projects/[^/]+/locations/(?P<location>[^/]+)/.+")
 _RETRYABLE_CODES = frozenset({408, 429})
 _DROPPED_RAW = {"sdk_http_response", "automatic_function_calling_history"}
 
@@ -88,6 +93,28 @@ def gemini_credentials(env: Mapping[str, str]) -> GeminiCredentials | None:
         return None
     key = env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY")
     return GeminiCredentials(vertexai=False, api_key=key) if key else None
+
+
+def resource_location(model: str) -> str | None:
+    """The location a Vertex resource name (``projects/P/locations/L/...``) lives in, else None."""
+    match = _RESOURCE.fullmatch(model)
+    return match.group("location") if match else None
+
+
+def credentials_for(model: str, credentials: GeminiCredentials) -> GeminiCredentials:
+    """``credentials`` for calling ``model``: on Vertex AI, a resource name's own location
+    replaces ``GOOGLE_CLOUD_LOCATION`` (its endpoint lives there). A resource name with an API
+    key is an :class:`~assay.llm.base.LlmUnavailableError`: the Gemini API cannot call it."""
+    location = resource_location(model)
+    if location is None:
+        return credentials
+    if not credentials.vertexai:
+        raise LlmUnavailableError(
+            f"judge model {model} is a Vertex AI resource name, which the Gemini API key "
+            "cannot call; set GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and "
+            "GOOGLE_CLOUD_LOCATION (and application default credentials)"
+        )
+    return replace(credentials, location=location)
 
 
 def _make_client(credentials: GeminiCredentials) -> Any:
@@ -235,6 +262,7 @@ class GeminiBackend:
             credentials = gemini_credentials(os.environ if env is None else env)
             if credentials is None:
                 raise LlmUnavailableError(f"no Gemini credentials: {CREDENTIALS_HELP}")
+            credentials = credentials_for(self._target, credentials)
             self._vertexai = credentials.vertexai
             try:
                 client = _make_client(credentials)
