@@ -406,3 +406,27 @@ def test_save_traces_on_a_resumed_run_includes_the_cases_it_kept(
     assert resumed.code == 1 and "5 case result(s) kept" in resumed.out
     saved = json.loads(again.read_text(encoding="utf-8"))
     assert saved == json.loads(first.read_text(encoding="utf-8")) and len(saved) == 5
+
+
+def test_show_prints_the_judge_cost_a_run_recorded(run_cli: RunCli, tmp_path: Path) -> None:
+    from compare._results import case, eval_set, priced, scored
+
+    result = priced(
+        eval_set("s", case("a", {"m": scored(1.0)}).model_copy(update={"eval_set_id": "s"})),
+        {"judge_a": 0.0042, "judge_b": 1.5},
+        cap=2.0,
+    )
+    path = tmp_path / "history.sqlite"
+    with HistoryStore(path) as store:
+        run_id = store.start_run(["s.evalset.json"], {})
+        for done in result.eval_case_results:
+            store.record_case(run_id, done)
+        store.finish_run(run_id, [result])
+
+    shown = run_cli("show", run_id, "--history-file", path)
+
+    assert shown.code == 0, shown.output
+    assert (
+        "judge cost: $1.50 (judge_a $0.0042, judge_b $1.50); --max-cost 2.00 not reached"
+        in shown.out
+    )

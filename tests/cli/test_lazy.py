@@ -143,8 +143,17 @@ def commands_in_the_cli_package() -> dict[str, str]:
         if isinstance(value, click.Group) and value is not cli
         for command in value.commands.values()
     }
+    lazily_grouped = {  # or named by its group, to be imported when used
+        lazy.target
+        for _, values in modules
+        for value in values.values()
+        if isinstance(value, LazyGroup) and value is not cli
+        for lazy in value.lazy_commands.values()
+    }
     for name, values in modules:
         for attribute, value in values.items():
+            if f"{name}:{attribute}" in lazily_grouped:
+                continue
             if isinstance(value, click.Command) and value is not cli and id(value) not in grouped:
                 assert value.name is not None
                 found.setdefault(value.name, f"{name}:{attribute}")

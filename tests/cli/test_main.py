@@ -596,12 +596,12 @@ def test_assay_help_lists_every_command_with_its_summary(run_cli: RunCli) -> Non
 def test_an_assay_bug_is_an_internal_error_with_exit_3(
     run_cli: RunCli, example: Example, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    validate = importlib.import_module("assay.cli.validate")
+    evalset_io = importlib.import_module("assay.evalset.io")  # validate imports it as it runs
 
     def broken(path: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(validate, "load_eval_set", broken)
+    monkeypatch.setattr(evalset_io, "load_eval_set", broken)
     run = run_cli("validate", example.evalset)
 
     assert run.code == 3

@@ -194,7 +194,7 @@ def test_a_registry_lacking_metrics_lists_them_apart(
 ) -> None:
     registry = MetricRegistry()
     registry.register("response_match_score", lambda c: ResponseMatchMetric(c))
-    monkeypatch.setattr("assay.cli.metrics.default_registry", lambda: registry)
+    monkeypatch.setattr("assay.metrics.registry.default_registry", lambda: registry)
 
     out = table(run_cli, monkeypatch, 80)
 

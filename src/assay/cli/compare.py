@@ -14,20 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.markup import escape
 
 from assay.cli.output import make_console
-from assay.compare import (
-    compare_runs,
-    print_comparison,
-    render_comparison_html,
-    render_comparison_markdown,
-)
-from assay.compare.diff import Comparison
-from assay.history import results_for
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: `assay compare --help` imports none of them
     from rich.console import Console
+
+    from assay.compare.diff import Comparison
 
 EXIT_REGRESSED = 1
 
@@ -112,6 +105,16 @@ def compare(
     """Compare two runs (run ids or results files): per metric the change in mean score and
     pass rate, the cases that regressed or flipped, a bootstrap interval and an exact McNemar
     test (or "too few cases to test" when no test could be significant with so few)."""
+    from rich.markup import escape
+
+    from assay.compare import (
+        compare_runs,
+        print_comparison,
+        render_comparison_html,
+        render_comparison_markdown,
+    )
+    from assay.history import results_for
+
     if gate is not None and not fail_on_regression:
         raise click.BadParameter("needs --fail-on-regression", param_hint="'--gate'")
     _check_folder("--markdown", markdown_path)
@@ -141,6 +144,8 @@ def compare(
 
 def _report(console: Console, comparison: Comparison) -> None:
     """The closing lines: the rows significantly worse, the number of regressed cases."""
+    from rich.markup import escape
+
     if comparison.regressions or comparison.case_regressions:
         console.print()
     if comparison.regressions:

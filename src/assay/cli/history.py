@@ -8,31 +8,20 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
+from assay.cli.options import max_cases_option
 from assay.cli.output import make_console
-from assay.history.adk_import import import_files
-from assay.history.records import RunInfo, default_history_path
-from assay.history.sources import results_for
-from assay.history.store import HistoryStore
-from assay.report.console import MAX_CASES, MAX_CASES_HELP, print_results
-from assay.report.fit import Column, fit, fitted_table
-from assay.results.collected import run_summary
+
+if TYPE_CHECKING:  # imported where used: a command's --help imports none of them
+    from rich.console import Console
+    from rich.table import Table
+
+    from assay.history.records import RunInfo
 
 _HISTORY_FILE_HELP = "The run history (default: $ASSAY_HISTORY, else .assay/history.sqlite)."
-
-max_cases_option = click.option(
-    "--max-cases",
-    default=MAX_CASES,
-    show_default=True,
-    type=click.IntRange(min=0),
-    help=MAX_CASES_HELP,
-)
-"""``--max-cases``, as ``eval`` and ``show`` take it."""
 
 
 def _when(stamp: float | None) -> str:
@@ -73,6 +62,10 @@ def _runs_table(runs: Sequence[RunInfo], width: int = 200) -> Table:
     """The runs, one a row, with the most columns that fit ``width`` without cutting a run id
     or breaking a word: past that, the start time (the id holds it) goes, then the judge moves
     under the eval sets, then the tokens go, and so on."""
+    from rich.markup import escape
+
+    from assay.report.fit import Column, fit, fitted_table
+
     cells = [_run_cells(run) for run in runs]
     for names in _LAYOUTS:
         columns = [
@@ -100,6 +93,11 @@ def _runs_table(runs: Sequence[RunInfo], width: int = 200) -> Table:
 @click.option("--history-file", type=click.Path(dir_okay=False), help=_HISTORY_FILE_HELP)
 def runs_command(limit: int, history_file: str | None) -> None:
     """List recorded runs, newest first."""
+    from rich.markup import escape
+
+    from assay.history.records import default_history_path
+    from assay.history.store import HistoryStore
+
     console = make_console()
     path = Path(history_file) if history_file else default_history_path()
     if not path.is_file():
@@ -121,6 +119,11 @@ def runs_command(limit: int, history_file: str | None) -> None:
 def show_command(run: str, detailed: bool, max_cases: int, history_file: str | None) -> None:
     """Print a run (an id, the beginning of one, or ``latest``; or a results file) as
     ``assay eval`` printed it."""
+    from assay.history.records import default_history_path
+    from assay.history.sources import results_for
+    from assay.report.console import print_results
+    from assay.results.collected import run_summary
+
     console = make_console()
     path = Path(history_file) if history_file else default_history_path()
     results = results_for(run, path)
@@ -131,6 +134,10 @@ def show_command(run: str, detailed: bool, max_cases: int, history_file: str | N
 
 
 def _print_run_header(console: Console, path: Path, ref: str) -> None:
+    from rich.markup import escape
+
+    from assay.history.store import HistoryStore
+
     with HistoryStore(path) as store:
         info = store.get(ref)
     commit = f", commit {info.git_commit[:10]}" if info.git_commit else ""
@@ -147,6 +154,12 @@ def _print_run_header(console: Console, path: Path, ref: str) -> None:
 def import_command(paths: tuple[str, ...], history_file: str | None) -> None:
     """Import ADK results (.evalset_result.json files, or folders such as .adk/eval_history)
     into the run history, one run per file."""
+    from rich.markup import escape
+
+    from assay.history.adk_import import import_files
+    from assay.history.records import default_history_path
+    from assay.history.store import HistoryStore
+
     console = make_console()
     path = Path(history_file) if history_file else default_history_path()
     with HistoryStore(path) as store:

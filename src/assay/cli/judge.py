@@ -5,29 +5,38 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.markup import escape
 
-from assay._internal.aio import run_sync
-from assay.agreement.agree import agree
-from assay.agreement.cards import cards_from, judge_models, list_cards, record_cards
-from assay.agreement.labels import load_labels
-from assay.agreement.render import cards_table, print_agreement, write_agreement_html
-from assay.cli.judge_align import align_command
-from assay.cli.judge_check import check_labelled_judges
+from assay.cli.lazy import LazyCommand, LazyGroup
 from assay.cli.output import make_console
-from assay.history.records import HistoryError, default_history_path
-from assay.history.store import HistoryStore
-from assay.llm.profile import resolve_profile
-from assay.runner.evaluate import JudgeSettings
+
+if TYPE_CHECKING:  # imported where used: `assay judge agree --help` imports none of them
+    from rich.console import Console
+
+    from assay.agreement.agree import AgreeReport
+    from assay.agreement.labels import LabelledRun
+    from assay.llm.profile import JudgeProfile
 
 _HISTORY_FILE_HELP = (
     "The run history (default: $ASSAY_HISTORY, else history.sqlite beside the cache)."
 )
 
 
-@click.group("judge")
+SUBCOMMANDS = {
+    "align": LazyCommand(
+        "assay.cli.judge_align:align_command",
+        "Fit, per criterion of LABELS, the threshold on the judge's probability of the positive "
+        "label that agrees best with people, measured before and after by cross-validation (an "
+        "aligned judge is never scored on the labels it was fitted on), and write the profile.",
+    ),
+}
+"""The subcommands in modules of their own (``align``'s ``--prompt`` choices are read off the
+metrics' declarations), by name: where each lives and its summary."""
+
+
+@click.group("judge", cls=LazyGroup, lazy_commands=SUBCOMMANDS)
 def judge_command() -> None:
     """Measure a judge against people's labels (assay judge agree LABELS).
 
@@ -88,6 +97,16 @@ def agree_command(
     the agreement with people, Cohen's kappa with its 95% interval, both positive rates, the
     confusion table and the disagreements, worst first. Each criterion measured is recorded as a
     judge card in the run history."""  # fmt: skip
+    from rich.markup import escape
+
+    from assay._internal.aio import run_sync
+    from assay.agreement.agree import agree
+    from assay.agreement.labels import load_labels
+    from assay.agreement.render import print_agreement, write_agreement_html
+    from assay.cli.judge_check import check_labelled_judges
+    from assay.llm.profile import resolve_profile
+    from assay.runner.evaluate import JudgeSettings
+
     console = make_console()
     for option, output in (("--json", json_path), ("--html", html_path)):
         if output and not Path(output).parent.is_dir():
@@ -111,9 +130,28 @@ def agree_command(
         except OSError as exc:
             raise click.FileError(html_path, hint=exc.strerror or str(exc)) from None
         console.print(f"HTML page written to {escape(html_path)}")
-    if no_record:
-        return
-    models = judge_models(report, run, settings.model)
+    if not no_record:
+        _record_cards(console, report, run, settings.model, num_samples, profile, history_file)
+
+
+def _record_cards(
+    console: Console,
+    report: AgreeReport,
+    run: LabelledRun,
+    judge_model: str | None,
+    num_samples: int | None,
+    profile: JudgeProfile | None,
+    history_file: str | None,
+) -> None:
+    """Record the criteria measured as judge cards in the run history, and say so (a history
+    that cannot be written is a warning: the figures are printed already)."""
+    from rich.markup import escape
+
+    from assay.agreement.cards import cards_from, judge_models, record_cards
+    from assay.history.records import HistoryError, default_history_path
+    from assay.history.store import HistoryStore
+
+    models = judge_models(report, run, judge_model)
     cards, skipped = cards_from(
         report,
         run,
@@ -142,6 +180,13 @@ def agree_command(
 @click.option("--history-file", type=click.Path(dir_okay=False), help=_HISTORY_FILE_HELP)
 def cards_command(limit: int, as_json: bool, history_file: str | None) -> None:
     """List the judge cards (assay judge agree's measurements), newest first."""
+    from rich.markup import escape
+
+    from assay.agreement.cards import list_cards
+    from assay.agreement.render import cards_table
+    from assay.history.records import default_history_path
+    from assay.history.store import HistoryStore
+
     console = make_console()
     path = Path(history_file) if history_file else default_history_path()
     cards = []
@@ -156,6 +201,3 @@ def cards_command(limit: int, as_json: bool, history_file: str | None) -> None:
         console.print(
             f"no judge cards in {escape(str(path))} (assay judge agree LABELS makes them)"
         )
-
-
-judge_command.add_command(align_command)

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich import box
-from rich.markup import escape
-from rich.table import Table
 
 from assay.cli.output import make_console
-from assay.metrics.registry import MetricEntry, default_registry
+
+if TYPE_CHECKING:  # imported where used: `assay metrics --help` imports none of them
+    from rich.table import Table
+
+    from assay.metrics.registry import MetricEntry
 
 JSON_KEYS = (
     "name",
@@ -93,6 +94,10 @@ def metric_tags(entry: MetricEntry) -> str:
 def metrics_table(entries: Sequence[MetricEntry], title: str) -> Table:
     """The metrics as a table of two columns, so that a description has room at 80 columns: the
     name (never wrapped) over its tags, and the description, wrapped to what is left."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(
         title=title,
         title_justify="left",
@@ -126,6 +131,8 @@ def metrics_command(as_json: bool) -> None:
     needs_judge, source (adk, vertex or custom), informational, default_threshold (null:
     none) and implemented.
     """
+    from assay.metrics.registry import default_registry
+
     entries = default_registry().catalog()
     if as_json:
         click.echo(json.dumps([metric_json(entry) for entry in entries], indent=2))

@@ -7,8 +7,6 @@ from pathlib import Path
 import click
 
 from assay.cli.output import make_console
-from assay.history.sources import results_for
-from assay.report.publish import OutputError, Outputs, write_outputs
 
 _PATH = click.Path(dir_okay=False, writable=True, path_type=Path)
 
@@ -27,6 +25,9 @@ def report_command(
     title: str | None,
 ) -> None:
     """Write reports of SOURCE: a results file (``assay eval --output``) or a run id."""
+    from assay.history.sources import results_for
+    from assay.report.publish import OutputError, Outputs, write_outputs
+
     if html_path is None and junit_path is None and markdown_path is None:
         raise click.UsageError("give at least one of --html, --junit, --markdown")
     results = results_for(source)

@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from assay.cli.output import make_console
-from assay.errors import Problem, TracesError
 
 
 @click.group("traces")
@@ -75,6 +74,7 @@ def to_evalset_command(
 ) -> None:
     """Turn the sessions of SPANS into a draft eval set whose expected turns are what
     happened, for a person to review and keep as regression tests."""
+    from assay.errors import Problem, TracesError
     from assay.evalset.io import write_eval_set
     from assay.traces import draft_evalset, load_sessions, session_key
 

@@ -5,21 +5,26 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.markup import escape
 
 from assay.cli.output import make_console
-from assay.config import read_config
-from assay.errors import InputError
-from assay.evalset.io import INITIAL_SESSION_FILE, load_eval_set, read_initial_session
+
+if TYPE_CHECKING:  # imported where used: `assay validate --help` imports none of them
+    from rich.console import Console
 
 
 @click.command("validate")
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 def validate_command(files: tuple[str, ...]) -> None:
     """Check eval sets and EvalConfig files, reporting every problem found."""
+    from rich.markup import escape
+
+    from assay.config import read_config
+    from assay.errors import InputError
+    from assay.evalset.io import load_eval_set
+
     console = make_console()
     problems = []
     for file in files:
@@ -81,6 +86,8 @@ def _looks_like_labels(path: Path) -> bool:
 def _looks_like_session(path: Path) -> bool:
     """ADK's ``initial.session.json`` (by name, or an object with app_name, user_id and
     state)."""
+    from assay.evalset.io import INITIAL_SESSION_FILE
+
     if path.name == INITIAL_SESSION_FILE:
         return True
     head = _head(path)
@@ -102,6 +109,10 @@ def _looks_like_traces(path: Path) -> bool:
 
 def _validate_other(console: Console, path: Path) -> None:
     """An ``initial.session.json`` or a traces file, checked and said for what it is."""
+    from rich.markup import escape
+
+    from assay.evalset.io import read_initial_session
+
     file = escape(str(path))
     if _looks_like_session(path):
         session, warnings = read_initial_session(path)

@@ -21,10 +21,9 @@ from rich.table import Table
 from assay.evalset.content import content_text
 from assay.evalset.invocation import Invocation
 from assay.llm.base import TokenUsage
-from assay.llm.budget import cap_words
 from assay.llm.client import StoppedJudge, replace_stopped, stopped_judge
-from assay.llm.prices import PriceBook, format_usd
 from assay.metrics.base import EvalStatus
+from assay.report.cost import cost_of
 from assay.report.judge_agreement import (
     MEASURE_HINT,
     NOT_MEASURED,
@@ -35,13 +34,6 @@ from assay.report.numbers import MISSING, label, measure_text, score_text, value
 from assay.report.why import case_reason, why
 from assay.results.collected import CaseResults, heads
 from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult, RunSummary
-
-MAX_CASES = 50
-"""Cases the CLI lists per eval set before it lists only those that did not pass."""
-MAX_CASES_HELP = (
-    "Cases listed per eval set; a larger set gets a table per metric and only its cases that "
-    "did not pass, up to this many (0: list every case)."
-)
 
 _STYLE = {
     EvalStatus.PASSED: "green",
@@ -493,46 +485,13 @@ def usage_line(results: Sequence[EvalSetResult]) -> str | None:
     )
 
 
-def run_costs(results: Sequence[EvalSetResult]) -> tuple[dict[str, float], list[str]]:
-    """US dollars per metric over the run, and the metrics with judge calls whose price is
-    unknown. A result's recorded ``cost_usd`` is used as it is; a metric it lacks is priced
-    from its usage and judge model by the bundled table (results written before costs were)."""
-    book = PriceBook(use_litellm=False)  # reading results never imports LiteLLM
-    costs: dict[str, float] = {}
-    unknown: set[str] = set()
-    for result in results:
-        notes = result.assay
-        if notes is None:
-            continue
-        for metric, usage in notes.usage.items():
-            dollars: float | None = notes.cost_usd.get(metric)
-            judge = notes.judges.get(metric)
-            if dollars is None and judge is not None and judge.model:
-                dollars = book.cost(judge.model, usage)
-            if dollars is None:
-                if usage.calls:
-                    unknown.add(metric)
-                continue
-            costs[metric] = costs.get(metric, 0.0) + dollars
-    return costs, sorted(unknown - set(costs))
-
-
 def cost_line(results: Sequence[EvalSetResult]) -> str | None:
     """The judges' cost over the run, per metric (``judge cost: $0.0123 (final_response_match_v2
-    $0.0100, ...)``), with the ``--max-cost`` cap when the run had one; None with no priced call."""
-    costs, unknown = run_costs(results)
-    caps = [r.assay.max_cost_usd for r in results if r.assay and r.assay.max_cost_usd is not None]
-    if not any(costs.values()) and not unknown and not caps:
-        return None  # nothing priced, or judges that cost nothing (the embedded one): no noise
-    parts = [f"{escape(m)} {format_usd(c)}" for m, c in sorted(costs.items())]
-    line = f"judge cost: {format_usd(sum(costs.values()))}"
-    if len(parts) > 1:
-        line += f" ({', '.join(parts)})"
-    if caps:
-        line += f"; {cap_words(caps[0])}"
-    if unknown:
-        line += f"; price unknown for {', '.join(escape(m) for m in unknown)}"
-    return line
+    $0.0100, ...)``), with the ``--max-cost`` cap when the run had one and whether it was
+    reached (:meth:`~assay.report.cost.RunCost.words`); None when nothing was priced or every
+    judge cost nothing (the embedded one): no noise."""
+    found = cost_of(results)
+    return None if found is None else escape(f"judge cost: {found.words()}")
 
 
 NAMED = 5
