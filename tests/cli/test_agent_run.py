@@ -157,3 +157,91 @@ def test_saved_traces_of_several_runs_score_again_as_the_same_runs(
 
     assert outcome(first) == outcome(again) == [(1, 1), (2, 2)]
     assert rescored.code == 1 and "count (run 2)" in rescored.out
+
+
+# An agent that answers every case at once, and kills its own process (as `kill -9` would) when
+# it reaches the case named in KILL_AT.
+STREAMED_AGENT = """
+import os, signal
+
+def agent(message, session):
+    if os.environ.get("KILL_AT") == message:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return f"answer to {message}"
+"""
+
+
+def _streamed_evalset(tmp_path: Path, count: int) -> tuple[Path, Path, Path]:
+    evalset = tmp_path / "many.evalset.json"
+    cases = [
+        {
+            "eval_id": f"c{n}",
+            "conversation": [
+                {
+                    "user_content": {"parts": [{"text": f"case {n}"}]},
+                    "final_response": {"parts": [{"text": f"answer to case {n}"}]},
+                }
+            ],
+        }
+        for n in range(count)
+    ]
+    evalset.write_text(json.dumps({"eval_set_id": "many", "eval_cases": cases}))
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"criteria": {"response_match_score": 0.9}}))
+    agent = tmp_path / "streamed_agent.py"
+    agent.write_text(STREAMED_AGENT)
+    return evalset, config, agent
+
+
+def test_saved_traces_are_the_whole_document_in_case_order_with_no_partial_file_left(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    from assay.evalset.invocation import Invocation
+    from assay.runner.agent_run import traces_document
+    from assay.runner.inference import CaseInference
+
+    evalset, config, agent = _streamed_evalset(tmp_path, 30)
+    saved = tmp_path / "saved.json"
+    run = run_cli(
+        "eval", evalset, "--config", config, "--agent", f"{agent}:agent", "--num-runs", "2",
+        "--inference-concurrency", "3", "--save-traces", saved, "--no-history",
+    )  # fmt: skip
+
+    assert run.code == 0, run.output
+    written = saved.read_text(encoding="utf-8")
+    document = json.loads(written)
+    assert list(document) == [key for n in range(30) for key in (f"c{n}", f"c{n}#run2")]
+    inferences = [
+        CaseInference(
+            key.split("#")[0],
+            2 if key.endswith("#run2") else 1,
+            [Invocation.model_validate(invocation) for invocation in invocations],
+        )
+        for key, invocations in document.items()
+    ]
+    whole = traces_document(inferences)
+    assert written == json.dumps(whole, indent=2, ensure_ascii=False) + "\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("saved")] == ["saved.json"]
+
+
+def test_a_run_killed_midway_leaves_no_traces_file_under_its_name(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    evalset, config, agent = _streamed_evalset(tmp_path, 12)
+    saved = tmp_path / "saved.json"
+    assay = Path(sys.executable).parent / "assay"
+    killed = subprocess.run(
+        [
+            str(assay), "eval", str(evalset), "--config", str(config),
+            "--agent", f"{agent}:agent", "--inference-concurrency", "1", "--concurrency", "1",
+            "--save-traces", str(saved), "--no-history", "--no-progress",
+        ],
+        env={**os.environ, "KILL_AT": "case 8"}, capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert not saved.exists()
+    assert (tmp_path / "saved.json.partial").exists()  # what it had written when it was killed

@@ -11,7 +11,14 @@ from assay._internal.spill import Spill
 from assay.evalset.io import load_eval_set
 from assay.metrics.base import EvalStatus
 from assay.report.console import SetView
-from assay.results.collected import CaseResults, head_of, heads, keep_cases, texts
+from assay.results.collected import (
+    CaseResults,
+    head_of,
+    heads,
+    keep_bytes,
+    keep_cases,
+    texts,
+)
 from assay.results.model import EvalCaseResult, EvalSetResult, summarize
 from assay.results.traces import load_traces
 from assay.runner.evaluate import EvalSetJob, evaluate_sync
@@ -85,6 +92,52 @@ def test_the_summary_usage_and_unevaluated_count_are_kept_as_results_arrive(
         len(r.unevaluated_metrics()) for r in results if r.final_eval_status is EvalStatus.PASSED
     )
     assert collected.usage.keys() == {m for r in results for m in r.assay.metrics}
+
+
+def _big(result: EvalCaseResult, n: int, size: int) -> EvalCaseResult:
+    """``result`` whose first row's actual invocation carries a tool result ``size`` long."""
+    [row, *rest] = result.eval_metric_result_per_invocation
+    actual = row.actual_invocation.model_copy(update={"invocation_id": f"big-{n}-" + "x" * size})
+    rows = [row.model_copy(update={"actual_invocation": actual}), *rest]
+    return result.model_copy(update={"eval_metric_result_per_invocation": rows})
+
+
+def test_big_results_spill_once_their_json_passes_the_byte_budget_long_before_the_case_limit(
+    results: list[EvalCaseResult], spill: Spill
+) -> None:
+    with_rows = next(r for r in results if r.eval_metric_result_per_invocation)
+    big = [_big(with_rows, n, 100_000) for n in range(12)]
+    collected = CaseResults(keep=2000, spill=spill, max_bytes=450_000)
+    for result in big[:4]:
+        collected.append(result)
+    assert not collected.spilled and 400_000 < collected.held_bytes <= 450_000
+
+    collected.append(big[4])  # past the budget: everything goes to the spill file
+    for result in big[5:]:
+        collected.append(result)
+    collected.close()
+
+    assert collected.spilled and collected.held_bytes == 0
+    assert list(collected) == big
+    assert list(collected.texts()) == [r.model_dump_json(indent=2, exclude_none=True) for r in big]
+
+
+def test_the_case_limit_still_spills_small_results_under_the_byte_budget(
+    results: list[EvalCaseResult], spill: Spill
+) -> None:
+    collected = CaseResults(keep=2, spill=spill, max_bytes=10**9)
+    for result in results:
+        collected.append(result)
+    assert collected.spilled and list(collected) == results
+
+
+def test_the_byte_budget_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASSAY_KEEP_BYTES", "1000")
+    assert keep_bytes() == 1000
+    monkeypatch.setenv("ASSAY_KEEP_BYTES", "lots")
+    assert keep_bytes() == 64 * 1024 * 1024
+    monkeypatch.delenv("ASSAY_KEEP_BYTES")
+    assert keep_bytes() == 64 * 1024 * 1024
 
 
 def test_the_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,27 +11,24 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.markup import escape
 
-from assay.cli.diagnoses import check_sources
-from assay.cli.eval_view import viewing
-from assay.cli.history import max_cases_option
-from assay.cli.judge_check import StoppedJudges
+from assay.cli.options import max_cases_option
 from assay.cli.output import EXIT_FAILED, EXIT_OK, make_console
-from assay.history.records import HistoryError, default_history_path
-from assay.llm.profile import JudgeProfile, bundled_source
-from assay.report.progress import HEARTBEAT_S, RunProgress
-from assay.report.publish import OutputError, Outputs, Table, publish
-from assay.results.model import EvalCaseResult, EvalSetResult
-from assay.runner.agent_run import recorded_inference, write_traces
-from assay.runner.inference import CaseInference
-from assay.runner.options import RunOptions
-from assay.runner.run import EvalInputs, RunHooks, run_eval_sets
-from assay.runner.sets import CaseCallback, EvalSetJob
+
+if TYPE_CHECKING:  # imported where used: `assay eval --help` imports none of them
+    from rich.console import Console
+
+    from assay.llm.profile import JudgeProfile
+    from assay.report.publish import Outputs
+    from assay.results.model import EvalCaseResult, EvalSetResult
+    from assay.runner.agent_run import TracesWriter
+    from assay.runner.inference import CaseInference
+    from assay.runner.options import RunOptions
+    from assay.runner.run import EvalInputs, RunHooks
+    from assay.runner.sets import CaseCallback, EvalSetJob
 
 
 def _check_output_folders(outputs: Sequence[tuple[str, str | None]]) -> None:
@@ -55,7 +52,10 @@ def _attach_agreement(
     criterion the judge profile decided is matched on a prompt version that includes it."""
     if not any(result.assay and result.assay.judges for result in results):
         return
+    from rich.markup import escape
+
     from assay.agreement.cards import attach_agreement
+    from assay.history.records import HistoryError, default_history_path
 
     profile_for = profile.entry_for if profile else None
     path = Path(history_file) if history_file else default_history_path()
@@ -67,6 +67,8 @@ def _attach_agreement(
 
 def _announce_profile(console: Console, options: RunOptions) -> None:
     """The profile ``--judge-profile`` names, announced (the bundled one, or none, is not)."""
+    from rich.markup import escape
+
     profile = options.profile
     if profile is not None and options.judge_profile is not None:
         covered = ", ".join(profile.criteria)
@@ -79,6 +81,8 @@ def _announce_profile(console: Console, options: RunOptions) -> None:
 def unapplied_profile(profile: JudgeProfile | None, results: Sequence[EvalSetResult]) -> list[str]:
     """A warning per criterion the profile covers that another judge scored (so the profile's
     rule, fitted for its own judge, was not applied)."""
+    from assay.llm.profile import bundled_source
+
     warnings: dict[str, str] = {}
     if profile is None or profile.source == bundled_source():
         return []
@@ -103,6 +107,8 @@ def _invoked_as() -> str:
 def _heartbeat_s() -> float:
     """``ASSAY_HEARTBEAT_S``: seconds without a finished case before a progress line says the
     run is alive (default 15; 0 turns it off)."""
+    from assay.report.progress import HEARTBEAT_S
+
     raw = os.environ.get("ASSAY_HEARTBEAT_S", "").strip()
     if not raw:
         return HEARTBEAT_S
@@ -370,16 +376,27 @@ def eval_command(eval_sets: tuple[str, ...], **params: Any) -> None:
     """Score EVALSET files against recorded traces (--traces) or by running an agent (--agent),
     and print a results table. With span files as --traces and no EVALSET, score each session
     on the config's reference-free criteria."""
+    from rich.markup import escape
+
+    from assay.cli.diagnoses import check_sources
+    from assay.cli.eval_view import viewing
+    from assay.report.publish import OutputError, Table, publish
+    from assay.runner.run import run_eval_sets
+
     check_sources(eval_sets, params["agent_spec"], params["traces_paths"])  # one of the two
     inputs = _inputs(params)
     options = _options(params)
     console = make_console()
     with viewing(params, console) as view:  # --view: the run watched in `assay view`
         shown = _Shown(console, params["show_progress"], options, params["history_file"])
-        outcome = run_eval_sets(eval_sets, inputs, options, view.hooks(shown.hooks()))
+        if options.judge_batch:  # its batches shown with the run's progress
+            from dataclasses import replace
+
+            options = replace(options, judge_batch_progress=shown.batches)
+        with shown.saving_traces(params["save_traces_path"]):
+            outcome = run_eval_sets(eval_sets, inputs, options, view.hooks(shown.hooks()))
+            shown.save_kept(outcome.kept)
         if path := params["save_traces_path"]:
-            kept = [recorded_inference(case) for case in outcome.kept]
-            write_traces(Path(path), [*kept, *shown.saved])
             console.print(f"traces written to {escape(path)}")
         outputs = _outputs(params)
         try:
@@ -410,6 +427,7 @@ def eval_command(eval_sets: tuple[str, ...], **params: Any) -> None:
 
 def _outputs(params: dict[str, Any]) -> Outputs:
     """Where the results go (``--output``, the reports, ``--export-verdicts``)."""
+    from assay.report.publish import Outputs
 
     def path(option: str) -> Path | None:
         return Path(params[option]) if params[option] else None
@@ -426,13 +444,18 @@ def _outputs(params: dict[str, Any]) -> Outputs:
 def _inputs(params: dict[str, Any]) -> EvalInputs:
     """What the run reads besides its eval sets; the output folders checked first (a usage
     error)."""
+    from assay.runner.run import EvalInputs
+
     agent_spec = params["agent_spec"]
     traces_paths = params["traces_paths"]
     if params["save_traces_path"] and not agent_spec:
         raise click.BadParameter("needs --agent", param_hint="'--save-traces'")
     if params["judge_batch"] and params["executor"] == "ray":
-        raise click.BadParameter(
-            "is not available with --executor ray yet", param_hint="'--judge-batch'"
+        raise click.BadParameter(  # batches live in the driver's judges; Ray workers judge
+            "cannot be used with --executor ray: each worker would send and wait on batches of "
+            "its own, which no rerun could resume; use --judge-batch with --executor local, or "
+            "--executor ray without --judge-batch",
+            param_hint="'--judge-batch'",
         )
     if params["resume"] is not None and not params["history"]:
         raise click.BadParameter("cannot be used with --no-history", param_hint="'--resume'")
@@ -469,6 +492,8 @@ def _trace_filters(given: Sequence[str]) -> tuple[tuple[str, str], ...]:
 
 def _options(params: dict[str, Any]) -> RunOptions:
     """The run's options, from the command's."""
+    from assay.runner.options import RunOptions
+
     executor = None
     if params["executor"] == "ray":
         from assay.runner.executors.ray import RayExecutor
@@ -511,18 +536,33 @@ class _Shown:
         options: RunOptions,
         history_file: str | None,
     ) -> None:
+        from assay.cli.judge_check import StoppedJudges
+
         self.console = console
         self.show_progress = show_progress
         self.options = options
-        self.saved: list[CaseInference] = []
+        self.traces: TracesWriter | None = None
+        """``--save-traces``: each conversation written as it is scored."""
         self.stopped = StoppedJudges()
         self.history_file = history_file
         """Where the judges' agreement is read (even with --no-history)."""
+        self.progress: Any = None
+        """The run's :class:`~assay.report.progress.RunProgress`, while it shows."""
+
+    def batches(self, state: Any) -> None:
+        """--judge-batch's batches (a :class:`~assay.llm.batch.BatchProgress`), shown by the
+        run's progress when it shows."""
+        if self.progress is not None:
+            self.progress.batches(state)
 
     def hooks(self) -> RunHooks:
+        from rich.markup import escape
+
+        from assay.runner.run import RunHooks
+
         return RunHooks(
             on_case=lambda _job, result: self.stopped.see(result),
-            on_inference=lambda _job, done: self.saved.extend(done),
+            on_conversation=self.save_conversation,
             watch=self.watch,
             loaded=self.loaded,
             finishing=self.finishing,
@@ -532,8 +572,49 @@ class _Shown:
             note=lambda message: make_console().print(escape(message)),
         )
 
+    @contextlib.contextmanager
+    def saving_traces(self, path: str | None) -> Iterator[None]:
+        """``--save-traces PATH`` around the run: written as ``PATH.partial`` as conversations
+        are scored, renamed to ``PATH`` when the run ends; a run that fails or is stopped
+        leaves what it wrote (a complete document) as ``PATH.partial``."""
+        if not path:
+            yield
+            return
+        from rich.markup import escape
+
+        from assay.runner.agent_run import TracesWriter
+
+        self.traces = writer = TracesWriter(Path(path))
+        try:
+            with writer:
+                yield
+        except BaseException:
+            if writer.partial.exists():
+                where = escape(str(writer.partial))
+                make_console(stderr=True).print(
+                    f"[yellow]warning:[/] the conversations that ended are in {where}"
+                )
+            raise
+        finally:
+            self.traces = None
+
+    def save_kept(self, kept: Sequence[EvalCaseResult]) -> None:
+        """With ``--save-traces``, the conversations of the cases a resumed run kept (after
+        those it ran; a case it ran again is not written twice)."""
+        from assay.runner.agent_run import recorded_inference
+
+        for case in kept:
+            self.save_conversation(None, recorded_inference(case))
+
+    def save_conversation(self, _job: EvalSetJob | None, done: CaseInference) -> None:
+        """With ``--save-traces``, ``done`` written to the traces file."""
+        if self.traces is not None:
+            self.traces.add(done)
+
     def loaded(self, jobs: Sequence[EvalSetJob], traces_note: str | None) -> None:
         """The traces' warning, each job's criteria and warnings, and the profile."""
+        from rich.markup import escape
+
         console = self.console
         for line in traces_note.splitlines() if traces_note is not None else ():
             console.print(f"[yellow]warning:[/] {escape(line)}")
@@ -556,7 +637,10 @@ class _Shown:
         if not self.show_progress:
             yield on_case
             return
+        from assay.report.progress import RunProgress
+
         progress = RunProgress(make_console(stderr=True), cases, heartbeat_s=_heartbeat_s())
+        self.progress = progress
 
         def shown(job: EvalSetJob, result: EvalCaseResult) -> None:
             if on_case is not None:
@@ -568,6 +652,8 @@ class _Shown:
 
     def finishing(self, jobs: Sequence[EvalSetJob], results: list[EvalSetResult]) -> None:
         """Each judge's agreement with people, and the profile's rules not applied."""
+        from rich.markup import escape
+
         profile = self.options.profile
         _attach_agreement(self.console, jobs, results, self.history_file, profile)
         for message in unapplied_profile(profile, results):

@@ -1,9 +1,14 @@
 """A set's case results as they finish, held in memory while few, spilled to disk when many.
 
 A run of a few thousand cases keeps its results as models (reports read them many times, and
-that is cheap). Past ``ASSAY_KEEP_CASES`` results (default 2,000) a set's results are moved to
-the process's spill file (:mod:`assay._internal.spill`) and every later one is written there as it
-finishes, so memory stops growing with the eval set. Each spilled result is stored twice:
+that is cheap). Past ``ASSAY_KEEP_BYTES`` of results' JSON (default 64 MB: results hold their
+actual invocations, which a real agent's tool results can make large) or ``ASSAY_KEEP_CASES``
+results (default 2,000), whichever comes first, a set's results are moved to the process's
+spill file (:mod:`assay._internal.spill`) and every later one is written there as it finishes,
+so memory stops growing with the eval set. Each result's JSON is made once, as it arrives, and
+compressed (0.14 ms for a typical case, which a run that spills pays anyway): its length counts
+against the budget, and a held result keeps it compressed (a sixth of its size), to be spilled
+without serialising it again. Each spilled result is stored twice:
 
 * its JSON as the results file writes it (``exclude_none``), compressed by zlib at level 1 (a
   sixth of its size, 0.1 ms a case; a million cases' results would take 11 GB of disk
@@ -37,6 +42,10 @@ from assay.results.model import SIMULATOR, EvalCaseResult, EvalSetResult, RunSum
 KEEP_CASES = 2000
 """Case results of one set held as models before they are spilled (``ASSAY_KEEP_CASES``)."""
 
+KEEP_BYTES = 64 * 1024 * 1024
+"""Bytes of JSON of one set's case results held as models before they are spilled
+(``ASSAY_KEEP_BYTES``)."""
+
 _FLUSH = 256
 """Spilled results written per transaction."""
 
@@ -46,11 +55,20 @@ _HEAD = "result-head"
 
 def keep_cases() -> int:
     """``ASSAY_KEEP_CASES``, else :data:`KEEP_CASES` (0 spills every result)."""
-    raw = os.environ.get("ASSAY_KEEP_CASES", "").strip()
+    return _env_count("ASSAY_KEEP_CASES", KEEP_CASES)
+
+
+def keep_bytes() -> int:
+    """``ASSAY_KEEP_BYTES``, else :data:`KEEP_BYTES` (0 spills every result)."""
+    return _env_count("ASSAY_KEEP_BYTES", KEEP_BYTES)
+
+
+def _env_count(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
     try:
-        return max(int(raw), 0) if raw else KEEP_CASES
+        return max(int(raw), 0) if raw else default
     except ValueError:
-        return KEEP_CASES
+        return default
 
 
 def head_of(result: EvalCaseResult) -> EvalCaseResult:
@@ -60,8 +78,10 @@ def head_of(result: EvalCaseResult) -> EvalCaseResult:
     return result.model_copy(update={"eval_metric_result_per_invocation": []})
 
 
-def _text(result: EvalCaseResult) -> bytes:
-    return zlib.compress(result.model_dump_json(exclude_none=True).encode(), 1)
+def _text(result: EvalCaseResult) -> tuple[bytes, int]:
+    """``result``'s JSON as the results file writes it, compressed; and its length."""
+    json = result.__pydantic_serializer__.to_json(result, exclude_none=True)
+    return zlib.compress(json, 1), len(json)
 
 
 def _parse(body: bytes) -> EvalCaseResult:
@@ -94,12 +114,19 @@ def texts(cases: Sequence[EvalCaseResult]) -> Iterator[str]:
 
 class CaseResults(Sequence[EvalCaseResult]):
     """One set's case results in order: append each as it finishes, then read them like a list
-    (each pass over spilled results parses them again)."""
+    (each pass over spilled results parses them again). Up to ``keep`` results and
+    ``max_bytes`` bytes of their JSON are held (by default ``ASSAY_KEEP_CASES`` and
+    ``ASSAY_KEEP_BYTES``)."""
 
-    def __init__(self, keep: int | None = None, spill: Spill | None = None) -> None:
+    def __init__(
+        self, keep: int | None = None, spill: Spill | None = None, max_bytes: int | None = None
+    ) -> None:
         self._keep = keep_cases() if keep is None else keep
+        self._keep_bytes = keep_bytes() if max_bytes is None else max_bytes
         self._spill_given = spill
         self._held: list[EvalCaseResult] = []
+        self._held_texts: list[bytes] = []
+        self._held_bytes = 0
         self._buffer: list[tuple[str, int, bytes]] = []
         self._head_buffer: list[tuple[str, int, bytes]] = []
         self._spill: Spill | None = None
@@ -136,15 +163,25 @@ class CaseResults(Sequence[EvalCaseResult]):
         if result.assay.simulator_usage is not None:
             before = self._usage.get(SIMULATOR, TokenUsage())
             self._usage[SIMULATOR] = before + result.assay.simulator_usage
-        if self._spill is None and self._count >= self._keep:
+        text, size = _text(result)
+        if self._spill is None and (
+            self._count >= self._keep or self._held_bytes + size > self._keep_bytes
+        ):
             self._start_spilling()
         if self._spill is None:
             self._held.append(result)
+            self._held_texts.append(text)
+            self._held_bytes += size
         else:
-            self._store(self._count, result)
+            self._store(self._count, result, text)
             if len(self._buffer) >= _FLUSH:
                 self._flush()
         self._count += 1
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of JSON of the results held as models (0 once they are spilled)."""
+        return self._held_bytes
 
     def close(self) -> CaseResults:
         """Write what is still buffered (reading does this too); the collection itself."""
@@ -165,13 +202,15 @@ class CaseResults(Sequence[EvalCaseResult]):
     def _start_spilling(self) -> None:
         self._spill = self._spill_given or shared_spill()
         self._key = self._spill.new_key("results")
-        for index, held in enumerate(self._held):
-            self._store(index, held)
-        self._held = []
+        for index, (held, text) in enumerate(zip(self._held, self._held_texts, strict=True)):
+            self._store(index, held, text)
+            if len(self._buffer) >= _FLUSH:
+                self._flush()
+        self._held, self._held_texts, self._held_bytes = [], [], 0
         self._flush()
 
-    def _store(self, index: int, result: EvalCaseResult) -> None:
-        self._buffer.append((self._key, index, _text(result)))
+    def _store(self, index: int, result: EvalCaseResult, text: bytes) -> None:
+        self._buffer.append((self._key, index, text))
         head = pickle.dumps(head_of(result), protocol=pickle.HIGHEST_PROTOCOL)
         self._head_buffer.append((self._key, index, zlib.compress(head, 1)))
 

@@ -56,8 +56,9 @@ async def evaluate(
     """Score every case of every eval set; one result per set.
 
     The actual invocations come from ``traces``, or from running ``agent`` (one scored case
-    result per case and run). ``on_inference`` gets each set's inferences before they are
-    scored (``--save-traces``). ``judges`` is a provider to use as it is, or the settings of the
+    result per case and run). ``on_inference`` gets each set's inferences (the agent's
+    conversations) once the set is scored: every conversation of the set is held for it until
+    then, so on a large set prefer ``on_case`` (each result holds its actual invocations). ``judges`` is a provider to use as it is, or the settings of the
     judge pool this run opens (and closes) itself; by default :class:`JudgeSettings` ``()``.
     Cases in ``done`` are taken as they are (``on_case`` is not called for them). With
     ``captures``, each scored case's rows are captured there for the run history (see

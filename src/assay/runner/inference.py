@@ -199,6 +199,60 @@ async def _converse(
         session.history.append(invocation)
 
 
+class Conversations:
+    """Runs one case's run at a time, as asked, at most ``settings.concurrency`` at once (one
+    semaphore for every conversation it runs): each from a fresh agent, retried with backoff as
+    the settings say. ``cases`` is what each agent factory is told of the eval set."""
+
+    def __init__(
+        self,
+        cases: Sequence[EvalCase],
+        make_agent: AgentFactory,
+        make_simulator: Callable[[CaseContext, Agent], Simulator],
+        settings: InferenceSettings,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.cases = cases
+        self.make_agent = make_agent
+        self.make_simulator = make_simulator
+        self.settings = settings
+        self.sleep = sleep
+        self.slots = asyncio.Semaphore(settings.concurrency)
+
+    async def _attempt(self, context: CaseContext) -> CaseInference:
+        case, run = context.case, context.run
+        try:
+            made = self.make_agent(context)
+            agent = await made if isinstance(made, Awaitable) else made
+        except Exception as exc:  # a factory that fails for this case only
+            return CaseInference(
+                case.eval_id, run, error=f"making the agent failed: {exc}", retryable=True
+            )
+        try:
+            simulator = self.make_simulator(context, agent)
+            return await infer_case(case, run, agent, simulator, self.settings)
+        finally:
+            await agent.aclose()
+
+    async def run(self, case: EvalCase, run: int, where: tuple[int, ...]) -> CaseInference:
+        """``case``'s run ``run``; ``where`` places its LLM calls in the run's order."""
+        settings = self.settings
+        context = CaseContext(case=case, cases=self.cases, run=run)
+        async with self.slots:
+            with working_on(where) as clock:
+                started = time.perf_counter()
+                for tried in range(1, settings.attempts + 1):
+                    done = await self._attempt(context)
+                    done.attempts = tried
+                    if done.error is None or not done.retryable or tried == settings.attempts:
+                        break
+                    await self.sleep(settings.backoff_s * 2 ** (tried - 1))
+                done.working_s = clock.working_s(time.perf_counter() - started)
+        if done.error is not None and done.attempts > 1:
+            done.error += f" (after {done.attempts} attempts)"
+        return done
+
+
 async def run_inference(
     cases: Sequence[EvalCase],
     make_agent: AgentFactory,
@@ -209,40 +263,15 @@ async def run_inference(
     order: CaseOrder | None = None,
 ) -> list[CaseInference]:
     """Every case, ``settings.num_runs`` times, at most ``settings.concurrency`` at once; the
-    results in case order, runs together. ``order`` places each case's LLM calls (its simulated
-    user's) in the run (by default its place in ``cases``, then the run)."""
-    slots = asyncio.Semaphore(settings.concurrency)
+    results in case order, runs together (all held: a run that scores as it goes streams them
+    instead, :class:`~assay.runner.agent_run.InferenceStream`). ``order`` places each case's LLM
+    calls (its simulated user's) in the run (by default its place in ``cases``, then the run)."""
+    conversations = Conversations(cases, make_agent, make_simulator, settings, sleep)
     place = {id(case): index for index, case in enumerate(cases)}
 
-    async def attempt(context: CaseContext) -> CaseInference:
-        case, run = context.case, context.run
-        try:
-            made = make_agent(context)
-            agent = await made if isinstance(made, Awaitable) else made
-        except Exception as exc:  # a factory that fails for this case only
-            return CaseInference(
-                case.eval_id, run, error=f"making the agent failed: {exc}", retryable=True
-            )
-        try:
-            return await infer_case(case, run, agent, make_simulator(context, agent), settings)
-        finally:
-            await agent.aclose()
-
     async def one(case: EvalCase, run: int) -> CaseInference:
-        context = CaseContext(case=case, cases=cases, run=run)
         where = order(case, run) if order is not None else (place[id(case)], run)
-        async with slots:
-            with working_on(where) as clock:
-                started = time.perf_counter()
-                for tried in range(1, settings.attempts + 1):
-                    done = await attempt(context)
-                    done.attempts = tried
-                    if done.error is None or not done.retryable or tried == settings.attempts:
-                        break
-                    await sleep(settings.backoff_s * 2 ** (tried - 1))
-                done.working_s = clock.working_s(time.perf_counter() - started)
-        if done.error is not None and done.attempts > 1:
-            done.error += f" (after {done.attempts} attempts)"
+        done = await conversations.run(case, run, where)
         if on_done is not None:
             on_done(done)
         return done

@@ -105,6 +105,10 @@ class _Unit:
     outcome: ChunkOutcome | None = None
 
 
+_FLUSHED = ChunkOutcome(results=[])
+"""A unit's outcome once handed on."""
+
+
 @dataclass
 class _SetState:
     job: EvalSetJob
@@ -114,6 +118,8 @@ class _SetState:
     """Held while few, spilled past ``ASSAY_KEEP_CASES``, as in a run in one process."""
     judges: dict[str, JudgeInfo] = field(default_factory=dict)
     units_left: int = 0
+    inferences: list[CaseInference] = field(default_factory=list)
+    """The set's conversations, held only for an ``on_inference`` that wants them all."""
 
 
 def evaluate_on_ray(
@@ -126,6 +132,7 @@ def evaluate_on_ray(
     on_case: CaseCallback | None = None,
     on_inference: Callable[[EvalSetJob, list[CaseInference]], None] | None = None,
     judges: JudgeSettings | None = None,
+    on_conversation: Callable[[EvalSetJob, CaseInference], None] | None = None,
     done: DoneCases | None = None,
     captures: Captures | None = None,
     address: str | None = None,
@@ -171,6 +178,7 @@ def evaluate_on_ray(
                 env=env,
                 trace_sources=tuple(traces.sources) if traces is not None else (),
                 trace_notes=traces.notes_only() if traces is not None else None,
+                inferences=on_inference is not None or on_conversation is not None,
             )
             driver = _Driver(
                 ray,
@@ -181,6 +189,7 @@ def evaluate_on_ray(
                 runtime_env,
                 on_case=on_case,
                 on_inference=on_inference,
+                on_conversation=on_conversation,
                 done=done or {},
                 task_attempts=task_attempts,
                 cases_per_task=cases_per_task,
@@ -350,6 +359,7 @@ class _Driver:
         *,
         on_case: CaseCallback | None,
         on_inference: Callable[[EvalSetJob, list[CaseInference]], None] | None,
+        on_conversation: Callable[[EvalSetJob, CaseInference], None] | None,
         done: DoneCases,
         task_attempts: int,
         cases_per_task: int | None,
@@ -361,6 +371,7 @@ class _Driver:
         self.agent = agent
         self.on_case = on_case
         self.on_inference = on_inference
+        self.on_conversation = on_conversation
         self.done = done
         self.task_attempts = task_attempts
         self.window = window
@@ -515,8 +526,13 @@ class _Driver:
         assert outcome is not None
         for metric, info in outcome.judges.items():
             state.judges.setdefault(metric, info)
-        if self.on_inference is not None and outcome.inferences:
-            self.on_inference(state.job, [found.inference() for found in outcome.inferences])
+        unit.outcome = _FLUSHED  # handed on: not held for the rest of the run
+        for found in outcome.inferences:
+            inference = found.inference()
+            if self.on_conversation is not None:
+                self.on_conversation(state.job, inference)
+            if self.on_inference is not None:
+                state.inferences.append(inference)
         set_id = state.job.loaded.eval_set.eval_set_id
         for result in outcome.results:
             kept = self.done.get((set_id, result.eval_id, result.assay.run))
@@ -534,6 +550,9 @@ class _Driver:
         started = state.started if state.started is not None else time.perf_counter()
         index = self.sets.index(state)
         self.results[index] = set_result(state.job, state.results.close(), state.judges, started)
+        if self.on_inference is not None:
+            inferences, state.inferences = state.inferences, []
+            self.on_inference(state.job, inferences)
 
 
 def _shipped(job: EvalSetJob) -> EvalSetJob:

@@ -63,6 +63,10 @@ class WorkerContext:
     trace_sources: tuple[str, ...] = ()
     trace_notes: Traces | None = None
     """The notes of the traces' cases read from span files (:meth:`Traces.notes_only`)."""
+    inferences: bool = True
+    """Whether tasks send their conversations back (the driver's ``on_conversation`` or
+    ``on_inference`` wants them): a task holds its chunk's conversations until it ends, which
+    the chunk's size bounds."""
 
 
 class InferredRun(BaseModel):
@@ -236,7 +240,9 @@ async def _run(
         concurrency=context.concurrency,
         judges=judges,
         done=done,
-        on_inference=lambda _job, found: inferred.extend(found),
+        on_conversation=(lambda _job, found: inferred.append(found))
+        if context.inferences
+        else None,
     )  # no progress: the driver reports the run's
     results = await LocalExecutor().run([sub], plan)
     (result,) = results

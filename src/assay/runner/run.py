@@ -29,7 +29,7 @@ from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.results.trace_coverage import traces_note
 from assay.results.traces import SpanReading, Traces, load_traces
 from assay.runner.agent_run import AgentSettings
-from assay.runner.executors.base import InferenceCallback, RunPlan
+from assay.runner.executors.base import ConversationCallback, InferenceCallback, RunPlan
 from assay.runner.executors.local import LocalExecutor
 from assay.runner.jobs import jobs_for, session_jobs
 from assay.runner.judges import JudgeSettings
@@ -53,8 +53,9 @@ def _ignore(_message: str) -> None:
 class RunHooks:
     """What a run's caller hears besides its results.
 
-    ``on_case`` gets each case result as it finishes, ``on_inference`` each set's agent
-    conversations. ``watch`` shows progress (by default as the options' ``progress`` says).
+    ``on_case`` gets each case result as it finishes, ``on_conversation`` each agent
+    conversation as it is scored (in case order; nothing is held for it), ``on_inference`` each
+    set's agent conversations once the set is scored (all held for it until then). ``watch`` shows progress (by default as the options' ``progress`` says).
     ``loaded`` is told the jobs once they are read and checked, with a warning when the traces
     lack some cases; ``finishing`` gets the results before the run is marked finished in the
     history (what it adds to them is recorded). ``warn`` and ``note`` get what the user should
@@ -63,6 +64,7 @@ class RunHooks:
 
     on_case: CaseCallback | None = None
     on_inference: InferenceCallback | None = None
+    on_conversation: ConversationCallback | None = None
     watch: Watch | None = None
     loaded: Callable[[Sequence[EvalSetJob], str | None], None] | None = None
     finishing: Callable[[Sequence[EvalSetJob], list[EvalSetResult]], None] | None = None
@@ -139,6 +141,7 @@ async def run_jobs(
         done=done,
         captures=captures,
         on_inference=hooks.on_inference,
+        on_conversation=hooks.on_conversation,
     )
     spec = run_spec(
         jobs,

@@ -364,7 +364,9 @@ def _costs(
     job: EvalSetJob, judges: dict[str, JudgeInfo], usage: Mapping[str, TokenUsage]
 ) -> dict[str, float]:
     """US dollars per judged metric of the set, where its judge's price is known (the config's
-    ``prices``, the bundled table, LiteLLM's offline map once a LiteLLM judge loaded it)."""
+    ``prices``, the bundled table, LiteLLM's offline map once a LiteLLM judge loaded it); the
+    part of a metric's usage a batch API answered (:attr:`TokenUsage.batched`) at the batch
+    price."""
     if not usage or not judges:
         return {}
     from assay.llm.prices import PriceBook
@@ -374,7 +376,7 @@ def _costs(
     for metric, used in usage.items():
         info = judges.get(metric)
         model = info.judge_model or info.model if info is not None else None
-        dollars = book.cost(model, used) if model and used.calls else None
+        dollars = book.cost(model, used, batched=used.batched) if model and used.calls else None
         if dollars is not None:
             costs[metric] = round(dollars, 6)
     return costs

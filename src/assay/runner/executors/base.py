@@ -23,7 +23,12 @@ from assay.runner.judges import JudgeSettings
 from assay.runner.sets import CaseCallback, DoneCases, EvalSetJob
 
 InferenceCallback = Callable[[EvalSetJob, list[CaseInference]], None]
-"""Called with each set's inferences (the agent's conversations) before they are scored."""
+"""Called with each set's inferences (the agent's conversations) once the set is scored (they
+are all held for it until then)."""
+
+ConversationCallback = Callable[[EvalSetJob, CaseInference], None]
+"""Called with each of the agent's conversations as it is handed to scoring, in case order (runs
+together); nothing is held for it."""
 
 
 @dataclass(frozen=True)
@@ -32,7 +37,8 @@ class RunPlan:
     ``agent`` run over each case), how cases are scored and judged, and whom to tell.
 
     ``on_case`` gets each case result as it finishes (not those in ``done``, which a resumed
-    run already has and which are taken as they are); ``captures``, when given, receives each
+    run already has and which are taken as they are); ``on_conversation`` each conversation
+    with the agent as it is scored, ``on_inference`` each set's once the set is; ``captures``, when given, receives each
     scored case's rows for the run history.
     """
 
@@ -45,6 +51,7 @@ class RunPlan:
     on_inference: InferenceCallback | None = None
     done: DoneCases | None = None
     captures: Captures | None = None
+    on_conversation: ConversationCallback | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:

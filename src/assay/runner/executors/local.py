@@ -91,22 +91,33 @@ class _LocalRun:
                 plan.done,
                 plan.captures,
                 self.finished_case,
-                _window(plan.concurrency),
+                _scoring_window(plan),
                 position,
             )
 
         if plan.agent is None:
             assert plan.traces is not None
             return await scored(_from_traces(plan.traces, job.loaded.eval_set.eval_set_id))
-        stream = _inference_stream(position, job, plan.agent, provider, plan.done)
+        stream = _inference_stream(position, job, plan, provider)
         try:
             result = await scored(stream.attempts)
         except BaseException:
             stream.cancel()  # a failed (or cancelled) scoring stops the agent
             raise
+        await stream.finish()
         if plan.on_inference is not None:
-            plan.on_inference(job, await stream.finish())
+            plan.on_inference(job, stream.held)
         return result
+
+
+def _scoring_window(plan: RunPlan) -> int:
+    """Case runs started ahead of the oldest not yet scored: the scoring window, and, running
+    an agent, at least twice its conversations at once, so that the agent stays busy while
+    earlier cases are judged."""
+    window = _window(plan.concurrency)
+    if plan.agent is None:
+        return window
+    return max(window, 2 * plan.agent.inference.concurrency)
 
 
 def _needs_judge(jobs: Sequence[EvalSetJob], registry: MetricRegistry) -> bool:
@@ -122,46 +133,59 @@ def _needs_simulator(jobs: Sequence[EvalSetJob], agent: AgentSettings | None) ->
 
 
 def _inference_stream(
-    position: int,
-    job: EvalSetJob,
-    agent: AgentSettings,
-    provider: JudgeProvider | None,
-    done: DoneCases | None,
+    position: int, job: EvalSetJob, plan: RunPlan, provider: JudgeProvider | None
 ) -> _Stream:
-    """The agent started over the set's cases that ``done`` does not hold every run of; the
-    others' runs are ready at once, with nothing to score (they are taken from ``done``)."""
+    """The agent run over the set's cases as scoring reaches them, but for those ``plan.done``
+    holds every run of: their runs are ready at once, with nothing to score (they are taken
+    from ``done``). Each conversation goes to the plan's ``on_conversation`` as it is scored,
+    and is held for its ``on_inference`` only when there is one."""
+    agent = plan.agent
+    assert agent is not None
     simulators = agent.make_simulator or _default_simulators(job, provider)
-    runs = range(1, agent.inference.num_runs + 1)
-    cases = job.loaded.eval_set.eval_cases
-    set_id = job.loaded.eval_set.eval_set_id
-    had = done if done is not None else {}
-    skipped = {c.eval_id for c in cases if all((set_id, c.eval_id, run) in had for run in runs)}
-    index = {id(case): n for n, case in enumerate(cases)}
+    held: list[CaseInference] = []
+    hook = plan.on_conversation
+
+    def told(inference: CaseInference) -> None:
+        if hook is not None:
+            hook(job, inference)
+        if plan.on_inference is not None:
+            held.append(inference)
+
     stream = InferenceStream(
-        [c for c in cases if c.eval_id not in skipped],
+        job.loaded.eval_set.eval_cases,
         agent,
         simulators,
-        order=lambda case, run: (position, index[id(case)], run),
+        place=(position,),
+        on_conversation=told if hook is not None or plan.on_inference is not None else None,
     )
-    return _Stream(stream, skipped, [Attempt(run, None) for run in runs])
+    runs = range(1, agent.inference.num_runs + 1)
+    done = plan.done if plan.done is not None else {}  # not `or`: len() may query
+    return _Stream(stream, job.loaded.eval_set.eval_set_id, runs, done, held)
 
 
 @dataclass
 class _Stream:
-    """An :class:`InferenceStream`, and the cases a resumed run already has."""
+    """An :class:`InferenceStream`, and the cases a resumed run already has (every run of them
+    in ``done``): handed out in eval-set order, each with its place in the set."""
 
     stream: InferenceStream
-    skipped: set[str]
-    kept: list[Attempt]
+    set_id: str
+    runs: range
+    done: DoneCases
+    held: list[CaseInference]
+    index: int = 0
 
     def attempts(self, case: EvalCase) -> Sequence[Attempt | Awaitable[Attempt]]:
-        return self.kept if case.eval_id in self.skipped else self.stream.attempts(case)
+        index, self.index = self.index, self.index + 1
+        if all((self.set_id, case.eval_id, run) in self.done for run in self.runs):
+            return [Attempt(run, None) for run in self.runs]
+        return self.stream.attempts(case, index)
 
     def cancel(self) -> None:
         self.stream.cancel()
 
-    async def finish(self) -> list[CaseInference]:
-        return await self.stream.finish()
+    async def finish(self) -> None:
+        await self.stream.finish()
 
 
 def _default_simulators(job: EvalSetJob, provider: JudgeProvider | None) -> SimulatorFactory:

@@ -41,6 +41,8 @@ class RayExecutor:
 
         if plan.judges is not None and not isinstance(plan.judges, JudgeSettings):
             raise ValueError("the Ray executor needs the judges' settings, not a judge provider")
+        if plan.judges is not None and plan.judges.batch:  # batches live in one process's judges
+            raise ValueError("judge_batch cannot be used with the Ray executor; run it locally")
         if plan.registry is not None:
             raise ValueError("the Ray executor's workers use the default metric registry")
         return evaluate_on_ray(
@@ -51,6 +53,7 @@ class RayExecutor:
             concurrency=plan.concurrency,
             on_case=plan.on_case,
             on_inference=plan.on_inference,
+            on_conversation=plan.on_conversation,
             judges=plan.judges,
             done=plan.done,
             captures=plan.captures,
