@@ -55,7 +55,20 @@ def test_a_cost_cap_reached_mid_run_leaves_the_rest_not_evaluated_and_keeps_what
     # calls already in flight when the cap is reached (a case's metrics are judged at once) end
     # past it, and are counted
     assert 2.0 <= sum(notes["cost_usd"].values()) < 8.0
+    assert notes["max_cost_usd"] == 2.0  # the cap is recorded with the results
     assert "judge cost: $" in run.out
+    assert "--max-cost 2.00 reached" in run.out
+
+
+def test_a_cost_cap_on_a_ray_cluster_is_refused_saying_why(
+    run_cli: RunCli, example: Example
+) -> None:
+    run = run_cli("eval", example.evalset, "--traces", example.traces, "--executor", "ray",
+                  "--max-cost", "2", "--no-history")  # fmt: skip
+
+    assert run.code == 2
+    assert "Traceback" not in run.output
+    assert "--max-cost" in run.err and "each worker would hold a cap of its own" in run.err
 
 
 def test_early_stopped_votes_ask_fewer_samples_for_the_same_verdicts(

@@ -140,3 +140,11 @@ def test_judge_batch_on_a_ray_executor_through_the_python_api_is_refused(
     plan = RunPlan(traces=Traces(), judges=JudgeSettings(batch=True))
     with pytest.raises(ValueError, match="judge_batch cannot be used with the Ray executor"):
         asyncio.run(RayExecutor().run(jobs_for([str(example.evalset)], None), plan))
+
+
+def test_a_cost_cap_on_a_ray_executor_through_the_python_api_is_refused(
+    example: Example,
+) -> None:
+    plan = RunPlan(traces=Traces(), judges=JudgeSettings(max_cost_usd=1.0))
+    with pytest.raises(ValueError, match="max_cost_usd cannot be used with the Ray executor"):
+        asyncio.run(RayExecutor().run(jobs_for([str(example.evalset)], None), plan))

@@ -457,6 +457,12 @@ def _inputs(params: dict[str, Any]) -> EvalInputs:
             "--executor ray without --judge-batch",
             param_hint="'--judge-batch'",
         )
+    if params["max_cost"] is not None and params["executor"] == "ray":
+        raise click.BadParameter(  # each Ray worker's judges would count only their own spending
+            "cannot be used with --executor ray yet: the cap is counted by one process's judges, "
+            "and each worker would hold a cap of its own; use --max-cost with --executor local",
+            param_hint="'--max-cost'",
+        )
     if params["resume"] is not None and not params["history"]:
         raise click.BadParameter("cannot be used with --no-history", param_hint="'--resume'")
     outputs = (

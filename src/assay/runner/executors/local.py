@@ -43,8 +43,18 @@ class LocalExecutor:
                 if not _needs_judge(jobs, registry) and not _needs_simulator(jobs, plan.agent):
                     return await run.all(None)
                 settings = _with_prices(judges or JudgeSettings(), jobs)
-                return await _with_judge_pool(settings, run.all)
+                return _capped(await _with_judge_pool(settings, run.all), settings.max_cost_usd)
             return await run.all(judges)
+
+
+def _capped(results: list[EvalSetResult], max_usd: float | None) -> list[EvalSetResult]:
+    """``results``, each set's notes naming the run's ``--max-cost`` cap (what the reports show,
+    with whether it was reached)."""
+    if max_usd is not None:
+        for result in results:
+            if result.assay is not None:
+                result.assay.max_cost_usd = max_usd
+    return results
 
 
 def _with_prices(settings: JudgeSettings, jobs: Sequence[EvalSetJob]) -> JudgeSettings:

@@ -43,6 +43,8 @@ class RayExecutor:
             raise ValueError("the Ray executor needs the judges' settings, not a judge provider")
         if plan.judges is not None and plan.judges.batch:  # batches live in one process's judges
             raise ValueError("judge_batch cannot be used with the Ray executor; run it locally")
+        if plan.judges is not None and plan.judges.max_cost_usd is not None:  # one meter a worker
+            raise ValueError("max_cost_usd cannot be used with the Ray executor; run it locally")
         if plan.registry is not None:
             raise ValueError("the Ray executor's workers use the default metric registry")
         return evaluate_on_ray(
