@@ -14,6 +14,9 @@ from _support import Example, RunCli
 
 from assay.metrics.base import EvalStatus
 
+JUDGED = {"final_response_match_v2", "safety_v1"}
+"""The example's judged metrics."""
+
 
 def _config(tmp_path: Path, example: Example, samples: int, price: float) -> Path:
     """The example's config, each judged criterion asking ``samples`` samples, and the stub
@@ -45,7 +48,7 @@ def test_a_cost_cap_reached_mid_run_leaves_the_rest_not_evaluated_and_keeps_what
 
     assert run.code == 1, run.output
     metrics = _metrics(out)
-    judged = [m for m in metrics if m["metric_name"] in {"final_response_match_v2", "safety_v1"}]
+    judged = [m for m in metrics if m["metric_name"] in JUDGED]
     assert any(m["eval_status"] == EvalStatus.PASSED for m in judged)  # finished: kept
     assert any(m["eval_status"] == EvalStatus.NOT_EVALUATED for m in judged)
     reasons = json.dumps(json.loads(out.read_text(encoding="utf-8"))["eval_case_results"])
@@ -88,3 +91,24 @@ def test_early_stopped_votes_ask_fewer_samples_for_the_same_verdicts(
                              for m in _metrics(tmp_path / name)]  # fmt: skip
     assert verdicts("stopped.json") == verdicts("every.json")
     assert asked_stopped < asked_every  # the approving judge is unanimous: 3 of 5 decide
+
+
+def test_a_cap_already_reached_still_scores_from_the_answers_the_cache_holds(
+    run_cli: RunCli, example: Example, judge_env: JudgeServer, tmp_path: Path
+) -> None:
+    config = _config(tmp_path, example, samples=1, price=1000.0)
+    given = ("eval", example.evalset, "--traces", example.traces, "--config", config)
+    first = run_cli(*given, "--output", tmp_path / "first.json")  # fills the response cache
+    assert first.code == 0, first.output
+    before = judge_env.count()  # the server serves the whole session
+
+    capped = run_cli(*given, "--max-cost", "0", "--output", tmp_path / "capped.json")
+
+    assert capped.code == 0, capped.output
+    assert judge_env.count() == before  # every answer came from the cache
+    verdicts = lambda name: [(m["metric_name"], m["eval_status"], m.get("score"))  # noqa: E731
+                             for m in _metrics(tmp_path / name)]  # fmt: skip
+    assert verdicts("capped.json") == verdicts("first.json")
+    assert any(n in JUDGED and s == EvalStatus.PASSED for n, s, _ in verdicts("capped.json"))
+    cases = json.loads((tmp_path / "capped.json").read_text(encoding="utf-8"))["eval_case_results"]
+    assert "--max-cost" not in json.dumps(cases)  # no verdict was stopped by the cap

@@ -1,7 +1,9 @@
 """Adaptive concurrency: the limit an endpoint is sent falls under 429s and rises again when they
 stop, a ``Retry-After`` holds the whole endpoint back when even one call at a time is refused,
-and a judged metric against a provider that serves 4 requests at once leaves nothing
-NOT_EVALUATED. The HTTP tests run against a real stub provider on 127.0.0.1."""
+a judged metric against a provider that serves 4 requests at once leaves nothing NOT_EVALUATED,
+two metrics judged by two models on one server share its limit (in a process and on a cluster),
+and a fixed limit (``--judge-concurrency-fixed``) does not adapt. The HTTP tests run against a
+real stub provider on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -19,13 +21,17 @@ from assay.llm.backends.openai_compat import OpenAICompatBackend
 from assay.llm.base import LlmRequest
 from assay.llm.client import LlmClient, RetryPolicy
 from assay.llm.judge import Judge
+from assay.llm.selection import JudgePool
 from assay.llm.shared import Limiter, RemoteLimit
 from assay.llm.slots import PromptSlots
 from assay.metrics.final_response_match import FinalResponseMatchV2Metric
+from assay.runner.options import RunOptions
 
 REFUSED = Outcome(ok=False, status=429, retry_after=1.0)
 ANSWERED = Outcome(ok=True, latency_s=0.1)
 QUICK_RETRY = RetryPolicy(max_attempts=8, initial_delay_s=0.01, max_delay_s=0.05, deadline_s=60)
+PATIENT = RetryPolicy(max_attempts=100, initial_delay_s=0.01, max_delay_s=0.05, deadline_s=60)
+"""For a fixed limit above what the server serves: some calls are refused many times."""
 
 
 def _client(server: JudgeServer, concurrency: int, retry: RetryPolicy = QUICK_RETRY) -> LlmClient:
@@ -217,18 +223,25 @@ def test_a_refusal_at_one_call_at_a_time_holds_every_call_back_for_its_retry_aft
     assert arrivals[1] - arrivals[0] >= 0.35  # not sent before the Retry-After passed
 
 
-def test_no_invocation_is_not_evaluated_against_a_server_that_serves_four_at_once() -> None:
-    invocations = [
+VERDICT = '{"reasoning": "same", "is_the_agent_response_valid": "valid"}'
+
+
+def _invocations(count: int, prefix: str = "") -> list[Invocation]:
+    return [
         Invocation.model_validate(
             {
                 "invocation_id": f"i{n}",
-                "user_content": {"role": "user", "parts": [{"text": f"question {n}"}]},
+                "user_content": {"role": "user", "parts": [{"text": f"{prefix}question {n}"}]},
                 "final_response": {"role": "model", "parts": [{"text": f"answer {n}"}]},
             }
         )
-        for n in range(30)
+        for n in range(count)
     ]
-    verdict = '{"reasoning": "same", "is_the_agent_response_valid": "valid"}'
+
+
+def test_no_invocation_is_not_evaluated_against_a_server_that_serves_four_at_once() -> None:
+    invocations = _invocations(30)
+    verdict = VERDICT
 
     async def scenario(server: JudgeServer) -> list[float | None]:
         # the default retry policy (4 attempts): adapting is what keeps every call within it
@@ -271,18 +284,114 @@ def test_a_cluster_limit_follows_the_429s_its_workers_clients_report() -> None:
     async def scenario(server: JudgeServer) -> tuple[dict[str, int], list[str]]:
         limiter = Limiter()
         limit = RemoteLimit(_LocalActor(limiter), "task", await limiter.begin("task"))
-        backend = OpenAICompatBackend("openai:judge", base_url=server.base_url, api_key=None)
-        client = LlmClient(backend, concurrency=8, retry=QUICK_RETRY, cache=None, limit=limit)
-        async with client:
-            texts = await _ask(client, 40)
-        return await limiter.limits(), texts
+        clients = [  # two workers' clients, of two models on the one server
+            LlmClient(
+                OpenAICompatBackend(model, base_url=server.base_url, api_key=None),
+                concurrency=8,
+                retry=QUICK_RETRY,
+                cache=None,
+                limit=limit,
+            )
+            for model in ("openai:model-a", "openai:model-b")
+        ]
+        async with clients[0], clients[1]:
+            texts = await asyncio.gather(_ask(clients[0], 30), _ask(clients[1], 30, start=30))
+        return await limiter.limits(), [*texts[0], *texts[1]]
 
     with JudgeServer(default="fine", latency_s=0.02, max_concurrent=3, retry_after="0") as server:
         limits, texts = asyncio.run(scenario(server))
-    assert texts == ["fine"] * 40
-    assert list(limits) == ["judge:openai:judge"]
+        key = f"judge:http://127.0.0.1:{server.base_url.split(':')[2].split('/')[0]}"
+    assert texts == ["fine"] * 60
+    assert list(limits) == [key]  # one limit for the server, not one per model
     # down from 8 to what the server serves (or one above it, a probe under way at the end)
-    assert 3 <= limits["judge:openai:judge"] <= 4
+    assert 3 <= limits[key] <= 4
+
+
+def test_two_metrics_judged_by_two_models_on_one_server_stay_within_what_it_serves() -> None:
+    def metric(model: str, name: str) -> FinalResponseMatchV2Metric:
+        options = JudgeModelOptions(judge_model=model, num_samples=5)
+        criterion = LlmAsAJudgeCriterion(threshold=0.5, judge_model_options=options)
+        judge = pool.judge_for(name, criterion)
+        assert isinstance(judge, Judge)
+        return FinalResponseMatchV2Metric(criterion, judge)
+
+    async def judged(found: FinalResponseMatchV2Metric, prefix: str) -> list[float | None]:
+        invocations = _invocations(30, prefix)
+        case = EvalCase(eval_id=prefix, conversation=invocations)
+        result = await found.evaluate(invocations, invocations, case)
+        return [r.score for r in result.per_invocation]
+
+    async def scenario() -> list[list[float | None]]:
+        metrics = [metric("openai:model-a", "first"), metric("openai:model-b", "second")]
+        try:
+            return list(await asyncio.gather(judged(metrics[0], "a "), judged(metrics[1], "b ")))
+        finally:
+            await pool.aclose()
+
+    with JudgeServer(
+        default=VERDICT, latency_s=0.02, max_concurrent=4, retry_after="0.2"
+    ) as server:
+        env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test-not-a-key-0000"}
+        pool = JudgePool(env=env, concurrency=8, cache=None, profile=None)
+        scores = asyncio.run(scenario())
+        refused, total, at_once = server.refused, server.count(), server.max_in_flight
+        models = {r.body["model"] for r in server.completions if isinstance(r.body, dict)}
+    assert scores == [[1.0] * 30, [1.0] * 30]  # every verdict evaluated
+    assert models == {"model-a", "model-b"}
+    assert len(pool.endpoints) == 1
+    assert at_once <= 8  # the one ceiling: two limits would send up to 16 at once
+    assert total - refused == 300
+    assert refused < 0.05 * total
+
+
+def test_a_fixed_limit_keeps_its_concurrency_under_429s() -> None:
+    async def scenario(server: JudgeServer) -> tuple[list[str], int]:
+        backend = OpenAICompatBackend("openai:judge", base_url=server.base_url, api_key=None)
+        async with LlmClient(
+            backend, concurrency=4, retry=PATIENT, cache=None, adaptive=False
+        ) as client:
+            assert client.adaptive is None
+            texts = await _ask(client, 40)
+            return texts, client.endpoint.slots.capacity
+
+    with JudgeServer(default="fine", latency_s=0.02, max_concurrent=2, retry_after="0") as server:
+        texts, capacity = asyncio.run(scenario(server))
+        refused = server.refused
+    assert texts == ["fine"] * 40
+    assert capacity == 4  # never lowered
+    assert refused > 10  # it kept sending 4 at once to a server that serves 2
+
+
+def test_a_fixed_limit_reports_no_outcome_so_the_cluster_limit_stays_put() -> None:
+    async def scenario(server: JudgeServer) -> dict[str, int]:
+        limiter = Limiter()
+        limit = RemoteLimit(_LocalActor(limiter), "task", await limiter.begin("task"))
+        backend = OpenAICompatBackend("openai:judge", base_url=server.base_url, api_key=None)
+        client = LlmClient(
+            backend, concurrency=6, retry=PATIENT, cache=None, limit=limit, adaptive=False
+        )
+        async with client:
+            await _ask(client, 30)
+        return await limiter.limits()
+
+    with JudgeServer(default="fine", latency_s=0.02, max_concurrent=2, retry_after="0") as server:
+        limits = asyncio.run(scenario(server))
+        assert server.refused > 0
+    assert list(limits.values()) == [6]
+
+
+def test_judge_concurrency_fixed_reaches_every_client_of_the_run() -> None:
+    settings = RunOptions(judge_concurrency=3, judge_concurrency_fixed=True).judges()
+    assert settings.adaptive is False
+    assert RunOptions().judges().adaptive is True
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-test-not-a-key-0000"}
+    pool = JudgePool(env=env, concurrency=settings.concurrency, adaptive=settings.adaptive)
+    options = JudgeModelOptions(judge_model="openai:judge")
+    judge = pool.judge_for("m", LlmAsAJudgeCriterion(threshold=0.5, judge_model_options=options))
+    assert isinstance(judge, Judge) and isinstance(judge.client, LlmClient)
+    assert judge.client.adaptive is None
+    assert judge.client.endpoint.slots.capacity == 3
+    asyncio.run(pool.aclose())
 
 
 def test_a_cancelled_call_no_longer_counts_as_in_flight() -> None:

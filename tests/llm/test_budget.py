@@ -1,12 +1,14 @@
 """``--max-cost``: a run's judge spending is priced as answers arrive; once the cap is reached no
 new judge call starts, the verdicts left are NOT_EVALUATED with the reason, and every verdict
-finished before is kept; an answer a provider's batch API gave is charged at the batch price.
-Over real HTTP (the stub servers report token usage)."""
+finished before is kept; an answer the response cache already holds costs nothing and is served
+even past the cap; an answer a provider's batch API gave is charged at the batch price. Over real
+HTTP (the stub servers report token usage), with a real SQLite response cache."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 from _batch_server import BatchServer, Plan
@@ -20,6 +22,7 @@ from assay.llm.backends.openai_batch import OpenAIBatchApi
 from assay.llm.backends.openai_compat import OpenAICompatBackend
 from assay.llm.batch import BatchingClient, BatchSettings
 from assay.llm.budget import CostCapReached, CostMeter
+from assay.llm.cache import ResponseCache
 from assay.llm.client import LlmClient, RetryPolicy
 from assay.llm.judge import Judge
 from assay.llm.prices import PriceBook
@@ -80,6 +83,36 @@ def test_a_cap_reached_mid_run_stops_new_calls_and_keeps_the_finished_verdicts()
     assert meter.spent_usd == pytest.approx(0.006)
     assert meter.metric_costs() == {"final_response_match_v2": pytest.approx(0.006)}
     assert meter.refused == 7
+
+
+def test_answers_the_cache_holds_are_served_under_a_cap_already_reached(tmp_path: Path) -> None:
+    async def judged(server: JudgeServer, cache: ResponseCache, meter: CostMeter) -> MetricResult:
+        backend = OpenAICompatBackend("openai:judge", base_url=server.base_url)
+        async with LlmClient(backend, concurrency=1, cache=cache) as client:
+            return await _verdicts(client, meter, 4, parallel=1)
+
+    with JudgeServer(reply=_reply) as server, ResponseCache(tmp_path / "cache.sqlite") as cache:
+        asyncio.run(judged(server, cache, CostMeter(PRICES)))  # fills the cache
+        assert server.count() == 4
+        capped = CostMeter(PRICES, max_usd=0.0)  # reached before the first call
+        result = asyncio.run(judged(server, cache, capped))
+        assert server.count() == 4  # no call made
+    assert [inv.status for inv in result.per_invocation] == [EvalStatus.PASSED] * 4
+    assert capped.refused == 0
+    assert capped.spent_usd == 0.0
+
+
+def test_a_cap_already_reached_still_refuses_what_the_cache_does_not_hold(tmp_path: Path) -> None:
+    with JudgeServer(reply=_reply) as server, ResponseCache(tmp_path / "cache.sqlite") as cache:
+
+        async def judged() -> MetricResult:
+            backend = OpenAICompatBackend("openai:judge", base_url=server.base_url)
+            async with LlmClient(backend, concurrency=1, cache=cache) as client:
+                return await _verdicts(client, CostMeter(PRICES, max_usd=0.0), 2, parallel=1)
+
+        result = asyncio.run(judged())
+        assert server.count() == 0
+    assert [inv.status for inv in result.per_invocation] == [EvalStatus.NOT_EVALUATED] * 2
 
 
 def test_without_a_cap_every_call_is_made_and_priced() -> None:

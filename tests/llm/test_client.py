@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from pathlib import Path
 
 import pytest
 from _judge_server import JudgeServer, Reply
 
+from assay.llm.backends.openai_compat import OpenAICompatBackend
 from assay.llm.backends.scripted import ScriptedBackend
 from assay.llm.base import (
     LlmCallError,
@@ -18,7 +20,9 @@ from assay.llm.base import (
     LlmUnavailableError,
     TokenUsage,
 )
+from assay.llm.cache import ResponseCache
 from assay.llm.client import STOPPED, LlmClient, RetryPolicy, stopped_judge
+from assay.llm.endpoint import Endpoints
 
 from .conftest import FakeSleep, MakeClient
 
@@ -176,6 +180,47 @@ def test_no_more_attempts_are_in_flight_than_the_concurrency(
 
     assert len(responses) == 12
     assert judge_server.max_in_flight == 3
+
+
+def test_clients_of_two_models_sharing_an_endpoint_share_its_concurrency(
+    judge_server: JudgeServer,
+) -> None:
+    judge_server.latency_s = 0.05
+    endpoints = Endpoints(adaptive=False)
+    clients = []
+    for model in ("openai:model-a", "openai:model-b"):
+        backend = OpenAICompatBackend(model, base_url=judge_server.base_url)
+        clients.append(LlmClient(backend, endpoint=endpoints.for_backend(backend, 3)))
+
+    async def many() -> None:
+        async with clients[0], clients[1]:
+            requests = [LlmRequest.user(f"question {i}") for i in range(8)]
+            await asyncio.gather(*(c.generate(r) for r in requests for c in clients))
+
+    asyncio.run(many())
+
+    assert judge_server.count() == 16
+    assert judge_server.max_in_flight == 3  # not 3 for each model
+    assert clients[0].endpoint is clients[1].endpoint
+
+
+def test_cached_answers_from_the_cache_alone_and_counts_a_hit(
+    judge_server: JudgeServer, make_client: MakeClient, tmp_path: Path
+) -> None:
+    async def scenario(cache: ResponseCache) -> tuple[LlmResponse | None, LlmResponse | None]:
+        async with make_client(cache=cache) as client:
+            missing = await client.cached(LlmRequest.user("q"))
+            await client.generate(LlmRequest.user("q"))
+            found = await client.cached(LlmRequest.user("q"))
+            assert (client.stats.calls, client.stats.cache_hits) == (1, 1)
+            return missing, found
+
+    judge_server.queue("first answer")
+    with ResponseCache(tmp_path / "cache.sqlite") as cache:
+        missing, found = asyncio.run(scenario(cache))
+    assert missing is None
+    assert found is not None and found.cached and found.text == "first answer"
+    assert judge_server.count() == 1
 
 
 def test_a_call_waiting_to_retry_does_not_hold_a_slot(

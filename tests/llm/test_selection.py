@@ -262,6 +262,37 @@ def test_the_pool_env_supplies_the_backend_its_key_and_server(
     asyncio.run(pool.aclose())
 
 
+def test_judges_of_models_on_one_server_and_the_simulated_user_share_one_endpoint() -> None:
+    env = {
+        "OPENAI_API_KEY": "sk-pool",
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+        "OLLAMA_HOST": "127.0.0.1:9",  # the same server, through the ollama: backend
+    }
+    pool = JudgePool(env=env, concurrency=5)
+    judges = [
+        pool.judge_for(metric, _criterion(judge_model=model))
+        for metric, model in (
+            ("first", "openai:model-a"),
+            ("second", "openai:model-b"),
+            ("user_simulator", "ollama:model-c"),
+        )
+    ]
+    clients = [judge.client for judge in judges if isinstance(judge, Judge)]
+    assert len(clients) == 3 and len({id(c) for c in clients}) == 3  # a client per model
+    endpoints = {id(c.endpoint) for c in clients}  # type: ignore[attr-defined]
+    assert len(endpoints) == 1 == len(pool.endpoints)  # one limit for the server
+    assert clients[0].endpoint.slots.capacity == 5  # type: ignore[attr-defined]
+    asyncio.run(pool.aclose())
+
+
+def test_models_on_openais_own_api_each_have_their_own_endpoint() -> None:
+    pool = JudgePool(env={"OPENAI_API_KEY": "sk-pool"})
+    for metric, model in (("first", "openai:gpt-4o-mini"), ("second", "openai:gpt-4o")):
+        assert isinstance(pool.judge_for(metric, _criterion(judge_model=model)), Judge)
+    assert len(pool.endpoints) == 2  # OpenAI limits each model on its own
+    asyncio.run(pool.aclose())
+
+
 def test_a_local_judge_gets_the_long_timeout_and_no_cluster_limit_a_remote_one_the_short() -> None:
     limit = object()
     for name, timeout, shared in (

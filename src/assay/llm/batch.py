@@ -51,6 +51,7 @@ from assay.llm.redact import redact
 
 if TYPE_CHECKING:
     from assay.llm.cache import ResponseCache
+    from assay.llm.endpoint import Endpoint
     from assay.llm.shared import ResponseStore, SharedLimit
 
 logger = logging.getLogger(__name__)
@@ -259,6 +260,7 @@ class BatchingClient(LlmClient):
         retry: RetryPolicy = _DEFAULT_RETRY,
         cache: ResponseCache | ResponseStore | None = None,
         limit: SharedLimit | None = None,
+        endpoint: Endpoint | None = None,
     ) -> None:
         super().__init__(
             backend,
@@ -267,6 +269,7 @@ class BatchingClient(LlmClient):
             retry=retry,
             cache=cache,
             limit=limit,
+            endpoint=endpoint,
         )
         self._provider_api = api
         self._plain_settings = (concurrency, timeout_s, retry, cache, limit)
@@ -285,6 +288,7 @@ class BatchingClient(LlmClient):
                 timeout_s=timeout_s,
                 retry=dataclasses.replace(retry, max_attempts=left),
                 limit=limit,
+                endpoint=self.endpoint,
             )
             if left >= 1
             else None
@@ -340,6 +344,7 @@ class BatchingClient(LlmClient):
                 retry=retry,
                 cache=cache,
                 limit=limit,
+                endpoint=self.endpoint,
             )
         return self._plain
 

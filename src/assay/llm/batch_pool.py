@@ -92,6 +92,7 @@ class BatchJudgePool(JudgePool):
             retry=retry,
             cache=self.cache,
             limit=self.limit,
+            endpoint=self.endpoint_for(backend),
         )
         self._batching.append(client)
         return client

@@ -1,8 +1,9 @@
 """A run's judge spending, counted and capped: :class:`CostMeter` (``--max-cost USD``).
 
 Every :class:`~assay.llm.judge.Judge` of a run holds the run's one meter. Before a judge call it
-asks :meth:`CostMeter.check`: once what the run has spent reaches the cap, no new judge call
-starts, and the sample fails with :class:`CostCapReached`, whose message
+asks :meth:`CostMeter.refusal`: once what the run has spent reaches the cap, no new judge call
+starts (an answer the response cache already holds is still served: it costs nothing), and the
+sample fails with :class:`CostCapReached`, whose message
 (``--max-cost 0.50 reached``) becomes the NOT_EVALUATED reason of the verdict it was for
 (:func:`assay.metrics.judging.call_failure`). Calls already in flight finish and are counted,
 so a run can end a little above its cap (by at most the calls in flight when it was reached);
@@ -73,21 +74,29 @@ class CostMeter:
 
     def check(self, model: str) -> None:
         """Raise :class:`CostCapReached` when a call to ``model`` must not start: the cap is
-        reached, or ``model`` has no known price under a cap."""
-        if self.max_usd is None:
-            return
-        if self.reached:
+        reached, or ``model`` has no known price under a cap (counted in :attr:`refused`)."""
+        refused = self.refusal(model)
+        if refused is not None:
             self.refused += 1
-            raise CostCapReached(
+            raise refused
+
+    def refusal(self, model: str) -> CostCapReached | None:
+        """Why a call to ``model`` must not start (the error :meth:`check` raises), or None;
+        counts nothing. A caller that can answer from the response cache instead (an answer
+        already paid for costs nothing) asks this first."""
+        if self.max_usd is None:
+            return None
+        if self.reached:
+            return CostCapReached(
                 f"{self.reason()} (spent ${self.spent_usd:.4f}); no more judge calls were started"
             )
         if self.prices.find(model) is None:
-            self.refused += 1
-            raise CostCapReached(
+            return CostCapReached(
                 f"{cap_words(self.max_usd)} needs a price for {model}, and none is known: "
                 "add it under 'prices' in the config (US dollars per million tokens, "
                 '"input" and "output")'
             )
+        return None
 
     def charge(
         self, metric: str, model: str, usage: TokenUsage, *, batched: TokenUsage | None = None

@@ -4,11 +4,12 @@ An :class:`LlmClient` wraps one :class:`~assay.llm.base.LlmBackend`. For each lo
 
 1. answers from the :class:`~assay.llm.cache.ResponseCache` when the same request (same backend,
    model, server, request and sample index) was answered before;
-2. otherwise sends attempts to the backend, at most ``concurrency`` at a time across the whole
-   client (a slot is held only while an attempt is in flight, never while waiting to retry), each
-   attempt cut off after ``timeout_s``; a freed slot goes to the waiting call that shares the
-   longest prompt start with the call that freed it (:mod:`~assay.llm.slots`: prompt caches
-   then read the shared part once); ``concurrency`` is a ceiling the client adapts under
+2. otherwise sends attempts to the backend, at most ``concurrency`` at a time across every
+   client calling the same endpoint (:class:`~assay.llm.endpoint.Endpoint`; a slot is held only
+   while an attempt is in flight, never while waiting to retry), each attempt cut off after
+   ``timeout_s``; a freed slot goes to the waiting call that shares the longest prompt start
+   with the call that freed it (:mod:`~assay.llm.slots`: prompt caches then read the shared
+   part once); ``concurrency`` is a ceiling the endpoint's calls adapt under
    (:mod:`~assay.llm.adaptive`: fewer in flight after 429s or rising latency, more while the
    server keeps up);
 3. retries what the backend marks retryable, waiting an exponentially growing, fully jittered
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from assay.llm.adaptive import AdaptiveLimit, AdaptivePolicy, Outcome, SharedSlot
+from assay.llm.adaptive import AdaptivePolicy, Outcome, SharedSlot
 from assay.llm.base import (
     LlmBackend,
     LlmCallError,
@@ -51,8 +52,8 @@ from assay.llm.base import (
     TokenUsage,
 )
 from assay.llm.cache import ResponseCache
+from assay.llm.endpoint import Endpoint, endpoint_key
 from assay.llm.redact import redact
-from assay.llm.slots import PromptSlots
 
 if TYPE_CHECKING:
     from assay.llm.shared import ResponseStore, SharedLimit
@@ -128,10 +129,14 @@ class LlmClient:
     ``trip_after=0`` turns the circuit breaker off. The cache is the caller's: :meth:`aclose`
     closes the backend, not the cache; any :class:`~assay.llm.shared.ResponseStore` serves (one
     shared by a cluster's workers, say). ``limit``, when given, also bounds the attempts in
-    flight across every client sharing it (:class:`~assay.llm.shared.SharedLimit`, keyed by the
-    model string, at ``concurrency``; the outcome of each attempt goes back with its slot, so a
-    cluster's limit adapts too).
+    flight across every client sharing it (:class:`~assay.llm.shared.SharedLimit`, keyed
+    ``judge:`` and the endpoint's key, at its ``concurrency``; the outcome of each attempt goes
+    back with its slot, so a cluster's limit adapts too, unless this client's limit is fixed).
 
+    ``endpoint`` is the :class:`~assay.llm.endpoint.Endpoint` whose slots and adapted limit the
+    client shares with every other client calling the same server (a run's
+    :class:`~assay.llm.endpoint.Endpoints` hands them out); without one the client makes its
+    own from ``concurrency`` and ``adaptive``, else those two are the endpoint's.
     ``adaptive`` (on by default) treats ``concurrency`` as a ceiling and adapts the calls in
     flight to what the server serves (:mod:`~assay.llm.adaptive`: fewer after 429s or a rise in
     latency, more again while it keeps up); give an :class:`~assay.llm.adaptive.AdaptivePolicy`
@@ -151,28 +156,30 @@ class LlmClient:
         trip_after: int = 5,
         limit: SharedLimit | None = None,
         adaptive: bool | AdaptivePolicy = True,
+        endpoint: Endpoint | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
         self._backend = backend
-        self._slots = PromptSlots(concurrency)
+        if endpoint is None:
+            endpoint = Endpoint(endpoint_key(backend), concurrency, adaptive)
+        self.endpoint = endpoint
+        """The endpoint whose slots and limit this client shares."""
+        self._slots = endpoint.slots
         self._timeout_s = timeout_s
         self._retry = retry
         self._cache = cache
         self._limit = limit
-        self._concurrency = concurrency
         self._sleep = sleep
         self._rng = rng if rng is not None else random.Random()
         self._trip_after = trip_after
         self._unreachable_in_a_row = 0
         self._tripped: str | None = None  # why every call now fails at once
         self.stats = ClientStats()
-        self.adaptive: AdaptiveLimit | None = None
-        if adaptive is not False:
-            policy = adaptive if isinstance(adaptive, AdaptivePolicy) else None
-            self.adaptive = AdaptiveLimit(concurrency, policy)
+        self.adaptive = endpoint.adaptive
+        """The endpoint's adapted limit (None: fixed at its concurrency)."""
 
     @property
     def model(self) -> str:
@@ -203,12 +210,10 @@ class LlmClient:
         that retrying cannot fix; :class:`LlmUnavailableError` when the backend cannot be used or
         the circuit breaker has tripped.
         """
+        hit = await self.cached(request, sample=sample)
+        if hit is not None:
+            return hit
         key = self.cache_key(request, sample) if self._cache is not None else None
-        if key is not None and self._cache is not None:
-            hit = await _settled(self._cache.get(key))
-            if hit is not None:
-                self.stats.cache_hits += 1
-                return hit.model_copy(update={"cached": True, "usage": TokenUsage(cache_hits=1)})
         try:
             response = await self._call(request)
         except LlmError as error:
@@ -224,6 +229,17 @@ class LlmClient:
                 self._cache.put(key, response, backend=self._backend.name, model=self.model)
             )
         return response
+
+    async def cached(self, request: LlmRequest, *, sample: int = 0) -> LlmResponse | None:
+        """The cache's response to ``request`` (marked cached, counted as a hit), without
+        calling the backend; None when the cache has none (or there is no cache)."""
+        if self._cache is None:
+            return None
+        hit = await _settled(self._cache.get(self.cache_key(request, sample)))
+        if hit is None:
+            return None
+        self.stats.cache_hits += 1
+        return hit.model_copy(update={"cached": True, "usage": TokenUsage(cache_hits=1)})
 
     async def aclose(self) -> None:
         """Close the backend (its connections, threads or loaded model)."""
@@ -300,8 +316,8 @@ class LlmClient:
                 raise
             elapsed = time.monotonic() - started
             ended = _ended(outcome, elapsed)
-            if isinstance(shared, SharedSlot):
-                shared.outcome = ended
+            if isinstance(shared, SharedSlot) and self.adaptive is not None:
+                shared.outcome = ended  # a fixed limit reports none: the cluster's stays put
             if self.adaptive is not None and ticket is not None:
                 # before the slot is handed on, so a lower limit holds back the next call
                 self.adaptive.finished(ticket, ended, time.monotonic())
@@ -332,7 +348,7 @@ class LlmClient:
         """A slot of the shared limit (:class:`~assay.llm.shared.SharedLimit`), if any."""
         if self._limit is None:
             return contextlib.nullcontext()
-        return self._limit.hold(f"judge:{self.model}", self._concurrency)
+        return self._limit.hold(f"judge:{self.endpoint.key}", self.endpoint.concurrency)
 
     def _raise_if_tripped(self) -> None:
         if self._tripped is not None:

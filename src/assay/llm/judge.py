@@ -9,7 +9,7 @@ and raises :class:`~assay.llm.base.LlmError` when a call finally fails.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from assay.llm.base import LlmRequest, LlmResponse, Message, UsageLedger
 from assay.llm.budget import CostMeter
@@ -27,6 +27,16 @@ class LlmCaller(Protocol):
     async def generate(self, request: LlmRequest, *, sample: int = 0) -> LlmResponse:
         """One response for ``request``; ``sample`` is part of the cache key, so the
         ``num_samples`` calls of one invocation are cached separately."""
+        ...
+
+
+@runtime_checkable
+class CacheReader(Protocol):
+    """A client that can answer from its response cache without calling
+    (:meth:`~assay.llm.client.LlmClient.cached`)."""
+
+    async def cached(self, request: LlmRequest, *, sample: int = 0) -> LlmResponse | None:
+        """The cached response to ``request``, or None."""
         ...
 
 
@@ -56,7 +66,7 @@ class Judge:
     meter: CostMeter | None = None
     """The run's cost meter (shared by every judge of the run): prices each answer, and, with
     ``--max-cost``, refuses to start a call once the cap is reached
-    (:class:`~assay.llm.budget.CostCapReached`)."""
+    (:class:`~assay.llm.budget.CostCapReached`); an answer the cache holds is still served."""
 
     def profile_note(self) -> str | None:
         """How the profile decides this judge's verdicts, in words; None without one."""
@@ -80,7 +90,8 @@ class Judge:
         """Send one sample of ``request``; its usage is counted against this metric and case
         (and priced by the run's :attr:`meter`). The answer is the judge's own (a profile
         decides it later, beside it). Raises :class:`~assay.llm.budget.CostCapReached` without
-        calling when the run's ``--max-cost`` is reached."""
+        calling when the run's ``--max-cost`` is reached and the response cache has no answer
+        to it (one it has costs nothing, so it is served)."""
         if self.transcript is not None:
             users = [m.content for m in request.messages if m.role == "user"]
             if users:
@@ -88,14 +99,28 @@ class Judge:
         profile = self.profile
         if profile is not None and profile.exemplars:
             request = _with_exemplars(request, profile, case_id)
-        if self.meter is not None:
-            self.meter.check(self.model)
-        response = await self.client.generate(request, sample=sample)
+        response = await self._answer(request, sample)
         self.ledger.add(self.metric, case_id, response.usage)
         if self.meter is not None:
             usage = response.usage
             self.meter.charge(self.metric, self.model, usage, batched=usage.batched)
         return response
+
+    async def _answer(self, request: LlmRequest, sample: int) -> LlmResponse:
+        """The client's answer; under a cap that refuses new calls, the cache's or the
+        refusal."""
+        refused = self.meter.refusal(self.model) if self.meter is not None else None
+        if refused is None:
+            return await self.client.generate(request, sample=sample)
+        client = self.client
+        hit = (
+            await client.cached(request, sample=sample) if isinstance(client, CacheReader) else None
+        )
+        if hit is not None:
+            return hit
+        assert self.meter is not None
+        self.meter.refused += 1
+        raise refused
 
 
 def _with_exemplars(request: LlmRequest, profile: CriterionProfile, case_id: str) -> LlmRequest:

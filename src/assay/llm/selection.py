@@ -36,6 +36,7 @@ from assay.llm.base import LlmBackend, LlmUnavailableError, UsageLedger
 from assay.llm.budget import CostMeter
 from assay.llm.cache import ResponseCache
 from assay.llm.client import LlmClient, RetryPolicy
+from assay.llm.endpoint import Endpoint, Endpoints
 from assay.llm.judge import Judge
 from assay.llm.models import DEFAULT_MODEL, builtin_model, installed
 from assay.llm.profile import CriterionProfile, JudgeProfile
@@ -170,8 +171,11 @@ LOCAL_TIMEOUT_S = 600.0
 
 class JudgePool:
     """Hands each judged metric a :class:`~assay.llm.judge.Judge`, sharing one
-    :class:`~assay.llm.client.LlmClient` per model string (so ``concurrency`` bounds all calls
-    to one model) and one :class:`~assay.llm.base.UsageLedger`.
+    :class:`~assay.llm.client.LlmClient` per model string, one
+    :class:`~assay.llm.endpoint.Endpoint` per server those call (so ``concurrency`` bounds all
+    calls to one server, whatever models they name: :func:`~assay.llm.endpoint.endpoint_key`)
+    and one :class:`~assay.llm.base.UsageLedger`. ``adaptive`` False keeps each endpoint's
+    limit at ``concurrency`` instead of adapting it to the server's answers.
 
     A model whose backend cannot be made (a missing key or extra) is tried once; every metric
     that chose it gets the same reason string. ``backend_factory`` makes a backend from a model
@@ -193,6 +197,7 @@ class JudgePool:
         limit: SharedLimit | None = None,
         early_stop: bool = False,
         meter: CostMeter | None = None,
+        adaptive: bool = True,
     ) -> None:
         self.override = override
         self.early_stop = early_stop
@@ -213,6 +218,8 @@ class JudgePool:
         """Also bounds calls to each remote model across every pool sharing it (a cluster's
         workers); an embedded model, one per process, keeps its own limit."""
         self.backend_factory = backend_factory
+        self.endpoints = Endpoints(adaptive)
+        """The endpoints the pool's clients call, each with the limit they share."""
         self.ledger = UsageLedger()
         self._choices: dict[str, JudgeChoice] = {}
         self._resolved: dict[str, _Resolved] = {}
@@ -291,4 +298,10 @@ class JudgePool:
             retry=retry,
             cache=self.cache,
             limit=None if local else self.limit,
+            endpoint=self.endpoint_for(backend, concurrency),
         )
+
+    def endpoint_for(self, backend: LlmBackend, concurrency: int | None = None) -> Endpoint:
+        """The endpoint ``backend`` calls, shared with every other client of the pool calling
+        it (made with ``concurrency`` slots, default the pool's, by the first)."""
+        return self.endpoints.for_backend(backend, concurrency or self.concurrency)

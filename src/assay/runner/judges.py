@@ -20,7 +20,9 @@ class JudgeSettings:
     """How LLM judges are chosen and called (the CLI's ``--judge-*`` and ``--no-cache``).
 
     ``model`` overrides every criterion's judge (``--judge-model``; else ``ASSAY_JUDGE_MODEL``);
-    ``concurrency`` bounds calls in flight per judge model; ``timeout_s`` bounds one attempt
+    ``concurrency`` bounds calls in flight per judge endpoint (a server, or a hosted model:
+    :mod:`assay.llm.endpoint`), the ceiling they adapt under unless ``adaptive`` is False
+    (``--judge-concurrency-fixed``); ``timeout_s`` bounds one attempt
     (default 120 s, 600 s for the embedded judge) and ``max_attempts`` the attempts of one call;
     ``cache`` keeps responses in ``cache_path`` (default ``.assay/cache.sqlite``) so an unchanged
     re-run makes no LLM call.
@@ -28,6 +30,7 @@ class JudgeSettings:
 
     model: str | None = None
     concurrency: int = 8
+    adaptive: bool = True
     timeout_s: float | None = None
     max_attempts: int = 4
     cache: bool = True

@@ -42,7 +42,8 @@ class RunOptions:
     """Every setting of one run, the same through the CLI, the Python API and pytest.
 
     Scoring: ``concurrency`` cases scored at once. The judge: ``judge_model`` overrides every
-    criterion's, ``judge_concurrency`` calls in flight per model, ``judge_timeout_s`` and
+    criterion's, ``judge_concurrency`` calls in flight per endpoint (adapted below it to the
+    server's answers unless ``judge_concurrency_fixed``), ``judge_timeout_s`` and
     ``judge_attempts`` bound one call, ``cache`` keeps responses, ``judge_profile`` is a judge
     profile file (``"none"`` for none, None for the bundled one), ``env`` what the judges and
     agent read (default ``os.environ``). The agent: ``num_runs`` runs per case,
@@ -56,6 +57,7 @@ class RunOptions:
     concurrency: int = 8
     judge_model: str | None = None
     judge_concurrency: int = 8
+    judge_concurrency_fixed: bool = False
     judge_timeout_s: float | None = None
     judge_attempts: int = 4
     cache: bool = True
@@ -112,6 +114,7 @@ class RunOptions:
         return JudgeSettings(
             model=self.judge_model or None,
             concurrency=self.judge_concurrency,
+            adaptive=not self.judge_concurrency_fixed,
             timeout_s=self.judge_timeout_s,
             max_attempts=self.judge_attempts,
             cache=self.cache,
