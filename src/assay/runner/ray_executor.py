@@ -9,7 +9,7 @@ a case each by default), at most ``window`` in flight. Results come back in eval
 :func:`~assay.runner.evaluate.set_result`, so the output has the same shape.
 
 * Limits: ``--judge-concurrency`` and ``--inference-concurrency`` hold for the whole cluster,
-  through one :class:`~assay.llm.shared.Limiter` actor (keys ``judge:<model>`` and ``agent``).
+  through one :class:`~assay.llm.shared.Limiter` actor (keys ``judge:<endpoint>`` and ``agent``).
 * Cache: workers ask the driver's response cache, through a
   :class:`~assay.llm.shared.CacheRelay` actor and the driver's
   :class:`~assay.llm.shared.CacheBridge` thread, so a re-run on the cluster makes no LLM call.
