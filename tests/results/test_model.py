@@ -11,7 +11,12 @@ from _support import Example, RunCli
 from google.adk.evaluation.eval_result import EvalSetResult as AdkEvalSetResult
 
 from assay.metrics.base import EvalStatus
-from assay.results.model import EvalSetResult
+from assay.results.model import (
+    EvalMetricResult,
+    EvalMetricResultDetails,
+    EvalSetResult,
+    trusted_row,
+)
 
 
 def write_results(run_cli: RunCli, out: Path, *args: str | Path) -> Any:
@@ -243,3 +248,27 @@ def test_adk_reads_the_judge_each_criterion_names(
         assert row.criterion is not None
         options = row.criterion.model_dump()["judge_model_options"]
         assert options["judge_model"] == "openai:stub-judge"  # the judge_env fixture's judge
+
+
+def test_a_trusted_row_is_the_validated_row_and_serialises_and_copies_alike() -> None:
+    details = EvalMetricResultDetails(token_usage_details={"total": 3})
+    values: dict[str, Any] = {
+        "metric_name": "response_match_score",
+        "threshold": 0.8,
+        "criterion": {"threshold": 0.8},
+        "custom_function_path": None,
+        "score": 0.5,
+        "eval_status": EvalStatus.FAILED,
+        "details": details,
+    }
+    validated = EvalMetricResult.model_validate(values)
+
+    trusted = trusted_row(*values.values())
+
+    assert trusted == validated
+    assert trusted.model_fields_set == validated.model_fields_set
+    assert trusted.model_dump_json(exclude_none=True) == validated.model_dump_json(
+        exclude_none=True
+    )
+    copied = trusted.model_copy(update={"score": 1.0})
+    assert (copied.score, trusted.score) == (1.0, 0.5)

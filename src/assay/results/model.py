@@ -41,6 +41,43 @@ class EvalMetricResult(AssayModel):
     details: EvalMetricResultDetails = Field(default_factory=EvalMetricResultDetails)
 
 
+def trusted_row(
+    metric_name: str,
+    threshold: float | None,
+    criterion: dict[str, Any] | None,
+    custom_function_path: str | None,
+    score: float | None,
+    eval_status: EvalStatus,
+    details: EvalMetricResultDetails,
+) -> EvalMetricResult:
+    """An :class:`EvalMetricResult` of values assay made itself, each already of its field's
+    type, built without validation: what ``model_construct`` gives with every field passed, in
+    a tenth of its time (a run of 5,000 cases makes some 120,000 rows)."""
+    row = _new(EvalMetricResult)
+    _set(
+        row,
+        "__dict__",
+        {
+            "metric_name": metric_name,
+            "threshold": threshold,
+            "criterion": criterion,
+            "custom_function_path": custom_function_path,
+            "score": score,
+            "eval_status": eval_status,
+            "details": details,
+        },
+    )
+    _set(row, "__pydantic_fields_set__", set(_ROW_FIELDS))
+    _set(row, "__pydantic_extra__", None)
+    _set(row, "__pydantic_private__", None)
+    return row
+
+
+_new = object.__new__
+_set = object.__setattr__
+_ROW_FIELDS = frozenset(EvalMetricResult.model_fields)
+
+
 class EvalMetricResultPerInvocation(AssayModel):
     """Every metric's result on one actual invocation, beside the expected one."""
 

@@ -44,6 +44,7 @@ from assay._internal.json_stream import (
 )
 from assay._internal.spill import Spill, key_under, shared_spill
 from assay.errors import Problem, TracesError, format_path, problems_from_validation, short_value
+from assay.evalset.fast_check import surely_invocations
 from assay.evalset.invocation import Invocation
 from assay.results.keys import TraceKey
 
@@ -79,6 +80,14 @@ def validate_invocations(data: Any, file: str, path: list[str | int]) -> list[In
         return INVOCATIONS.validate_python(data)
     except ValidationError as exc:
         raise TracesError(problems_from_validation(exc, file, data, path)) from None
+
+
+def check_invocations(data: Any, file: str, path: list[str | int]) -> None:
+    """``data`` checked as a list of invocations without building them (they are built when
+    scored): by :func:`~assay.evalset.fast_check.surely_invocations`, else by the models, which
+    raise TracesError naming ``path`` in ``file``."""
+    if not surely_invocations(data):
+        validate_invocations(data, file, path)
 
 
 def parse_invocations(body: bytes) -> list[Invocation]:
@@ -313,7 +322,7 @@ def _mapping(source: Source, file: str, writer: _Writer) -> None:
                 problems.append(Problem(file, format_path([eval_id]), got))
             else:
                 try:
-                    validate_invocations(data, file, [eval_id])
+                    check_invocations(data, file, [eval_id])
                 except TracesError as exc:
                     problems.extend(exc.problems)
             if problems:

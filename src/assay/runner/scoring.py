@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Generator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -30,6 +30,7 @@ from assay.results.model import (
     EvalMetricResult,
     EvalMetricResultDetails,
     EvalMetricResultPerInvocation,
+    trusted_row,
 )
 
 
@@ -177,15 +178,7 @@ def _metric_row(
     # Built without validation: every value is assay's own and of the field's type already, and
     # the criterion's JSON is shared by all of the metric's rows instead of copied into each (a
     # run of 5,000 cases makes some 150,000 rows).
-    return EvalMetricResult.model_construct(
-        metric_name=name,
-        threshold=threshold,
-        criterion=criterion,
-        custom_function_path=function,
-        score=score,
-        eval_status=status,
-        details=shown,
-    )
+    return trusted_row(name, threshold, criterion, function, score, status, shown)
 
 
 _NO_DETAILS = EvalMetricResultDetails()
@@ -276,6 +269,52 @@ async def score_case(
     return result
 
 
+def _started(
+    coroutine: Coroutine[Any, Any, MetricResult],
+) -> MetricResult | asyncio.Future[MetricResult]:
+    """``coroutine`` run until it first waits: its result if it never does (a metric without a
+    judge, scored inline with no task nor loop turn), else a task that carries it on from
+    there (a judged metric, which then runs alongside the case's others)."""
+    try:
+        waits_on = coroutine.send(None)
+    except StopIteration as done:
+        result: MetricResult = done.value
+        return result
+    return asyncio.ensure_future(_carried_on(_Resumed(coroutine, waits_on)))
+
+
+async def _carried_on(resumed: _Resumed) -> MetricResult:
+    return await resumed
+
+
+class _Resumed:
+    """A coroutine already started, awaited from where it stopped: what ``await`` does for a
+    coroutine (each value it yields handed to the task, what the task sends or throws handed
+    back), from its first wait on."""
+
+    def __init__(self, coroutine: Coroutine[Any, Any, MetricResult], waits_on: Any) -> None:
+        self._coroutine = coroutine
+        self._waits_on = waits_on
+
+    def __await__(self) -> Generator[Any, Any, MetricResult]:
+        coroutine, waits_on = self._coroutine, self._waits_on
+        while True:
+            try:
+                sent = yield waits_on
+            except GeneratorExit:
+                coroutine.close()
+                raise
+            except BaseException as exc:  # handed to the coroutine, as await does
+                step = functools.partial(coroutine.throw, exc)
+            else:
+                step = functools.partial(coroutine.send, sent)
+            try:
+                waits_on = step()
+            except StopIteration as done:
+                result: MetricResult = done.value
+                return result
+
+
 def _missing_rows(
     metrics: Sequence[ConfiguredMetric],
     notes: CaseNotes,
@@ -324,18 +363,19 @@ async def _scored_rows(
 
     The metrics run together, so that a judge serving several can take their calls in the
     order it answers fastest (the embedded one: calls that share a prompt's start back to
-    back); the rows are made in the configured order as each result arrives."""
+    back); the rows are made in the configured order as each result arrives. A metric that
+    never waits (every metric without a judge) is scored inline when started, without a task
+    (:func:`_started`)."""
     expected = case.conversation
     overall: list[EvalMetricResult] = []
     skips = [configured.not_applicable(case) for configured in metrics]
     withheld = [_withheld(configured, content_missing) for configured in metrics]
-    running = [
-        asyncio.ensure_future(_run_metric(configured, actual, expected, case))
-        for configured, skip, held in zip(metrics, skips, withheld, strict=True)
-        if skip is None and held is None
-    ]
-    pending = iter(running)
+    started: list[MetricResult | asyncio.Future[MetricResult]] = []
     try:
+        for configured, skip, held in zip(metrics, skips, withheld, strict=True):
+            if skip is None and held is None:
+                started.append(_started(_run_metric(configured, actual, expected, case)))
+        pending = iter(started)
         for configured, skip, held in zip(metrics, skips, withheld, strict=True):
             if skip is not None:
                 notes.not_applicable.append(configured.name)
@@ -347,7 +387,8 @@ async def _scored_rows(
                     configured.name, configured.criterion, actual, held, expected
                 )
             else:
-                result = await next(pending)
+                one = next(pending)
+                result = await one if isinstance(one, asyncio.Future) else one
             if result.reason and result.status is EvalStatus.NOT_EVALUATED:
                 notes.metric_reasons[configured.name] = result.reason
             if result.notes is not None:
@@ -360,6 +401,7 @@ async def _scored_rows(
             if captured is not None:
                 captured.made(configured, values, made)
     finally:
-        for task in running:
-            task.cancel()  # only those still running: a cancelled case stops its metrics
+        for task in started:
+            if isinstance(task, asyncio.Future):
+                task.cancel()  # only those still running: a cancelled case stops its metrics
     return overall
