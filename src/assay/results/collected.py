@@ -10,9 +10,9 @@ compressed (0.14 ms for a typical case, which a run that spills pays anyway): it
 against the budget, and a held result keeps it compressed (a sixth of its size), to be spilled
 without serialising it again. Each spilled result is stored twice:
 
-* its JSON as the results file writes it (``exclude_none``), compressed by zlib at level 1 (a
+* its JSON as the results file writes it (``exclude_none``, indented), compressed by zlib at level 1 (a
   sixth of its size, 0.1 ms a case; a million cases' results would take 11 GB of disk
-  otherwise): ``--output`` copies it, only indented (:meth:`CaseResults.texts`), and a full
+  otherwise): ``--output`` copies it (:meth:`CaseResults.texts`), and a full
   read (iterating, indexing) validates it again;
 * its *head*, pickled and compressed the same way: the result without its per-invocation rows, whose two invocations are
   nearly all of a result's size, which is what a pass that counts and picks cases needs
@@ -31,8 +31,6 @@ import pickle
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
-
-import pydantic_core
 
 from assay._internal.spill import Spill, SpilledSequence, shared_spill
 from assay.llm.base import TokenUsage
@@ -79,8 +77,9 @@ def head_of(result: EvalCaseResult) -> EvalCaseResult:
 
 
 def _text(result: EvalCaseResult) -> tuple[bytes, int]:
-    """``result``'s JSON as the results file writes it, compressed; and its length."""
-    json = result.__pydantic_serializer__.to_json(result, exclude_none=True)
+    """``result``'s JSON as the results file writes it (indented, so writing it is a copy),
+    compressed; and its length."""
+    json = result.__pydantic_serializer__.to_json(result, indent=2, exclude_none=True)
     return zlib.compress(json, 1), len(json)
 
 
@@ -95,8 +94,9 @@ def _head(body: bytes) -> EvalCaseResult:
 
 
 def _indented(body: bytes) -> str:
-    """A stored result's JSON as ``model_dump_json(indent=2, exclude_none=True)`` gives it."""
-    return pydantic_core.to_json(pydantic_core.from_json(zlib.decompress(body)), indent=2).decode()
+    """A stored result's JSON as ``model_dump_json(indent=2, exclude_none=True)`` gives it (it
+    is stored so)."""
+    return zlib.decompress(body).decode()
 
 
 def heads(cases: Sequence[EvalCaseResult]) -> Iterable[EvalCaseResult]:
