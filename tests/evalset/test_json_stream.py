@@ -335,7 +335,7 @@ def test_a_huge_file_that_stops_short_says_so_at_its_end(
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(None, 16.0), ("0", 0.0), ("2.5", 2.5), ("lots", 16.0), ("-3", 0.0), ("inf", 16.0)],
+    [(None, 4.0), ("0", 0.0), ("2.5", 2.5), ("lots", 4.0), ("-3", 0.0), ("inf", 4.0)],
 )
 def test_the_threshold_is_read_from_assay_stream_mb(
     value: str | None, expected: float, monkeypatch: pytest.MonkeyPatch

@@ -135,9 +135,9 @@ def test_the_byte_budget_comes_from_the_environment(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("ASSAY_KEEP_BYTES", "1000")
     assert keep_bytes() == 1000
     monkeypatch.setenv("ASSAY_KEEP_BYTES", "lots")
-    assert keep_bytes() == 64 * 1024 * 1024
+    assert keep_bytes() == 16 * 1024 * 1024
     monkeypatch.delenv("ASSAY_KEEP_BYTES")
-    assert keep_bytes() == 64 * 1024 * 1024
+    assert keep_bytes() == 16 * 1024 * 1024
 
 
 def test_the_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

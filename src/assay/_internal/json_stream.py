@@ -31,7 +31,7 @@ import ijson  # type: ignore[import-untyped]
 
 from assay.errors import Problem
 
-DEFAULT_STREAM_MB = 16.0
+DEFAULT_STREAM_MB = 4.0
 """Files larger than this many megabytes are streamed unless ``ASSAY_STREAM_MB`` says otherwise."""
 
 EXACT_LIMIT = 32 * 1024 * 1024

@@ -1,7 +1,7 @@
 """A set's case results as they finish, held in memory while few, spilled to disk when many.
 
 A run of a few thousand cases keeps its results as models (reports read them many times, and
-that is cheap). Past ``ASSAY_KEEP_BYTES`` of results' JSON (default 64 MB: results hold their
+that is cheap). Past ``ASSAY_KEEP_BYTES`` of results' JSON (default 16 MB: results hold their
 actual invocations, which a real agent's tool results can make large) or ``ASSAY_KEEP_CASES``
 results (default 2,000), whichever comes first, a set's results are moved to the process's
 spill file (:mod:`assay._internal.spill`) and every later one is written there as it finishes,
@@ -40,7 +40,7 @@ from assay.results.model import SIMULATOR, EvalCaseResult, EvalSetResult, RunSum
 KEEP_CASES = 2000
 """Case results of one set held as models before they are spilled (``ASSAY_KEEP_CASES``)."""
 
-KEEP_BYTES = 64 * 1024 * 1024
+KEEP_BYTES = 16 * 1024 * 1024
 """Bytes of JSON of one set's case results held as models before they are spilled
 (``ASSAY_KEEP_BYTES``)."""
 
