@@ -498,6 +498,7 @@ COMMAND_NAMES = [
 COMMAND_MODULES = {
     "assay.cli.compare",
     "assay.cli.eval",
+    "assay.cli.eval_shown",
     "assay.cli.history",
     "assay.cli.judge",
     "assay.cli.metrics",
