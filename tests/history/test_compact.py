@@ -229,3 +229,47 @@ def test_captured_details_that_vary_by_row_and_by_case_encode_as_read_back(
     assert ['"total_seconds":2.0' in text for text in texts] == [True, True, False, True, False]
     assert ['"d":[[' in text for text in texts] == [False, True, False, False, False]
     assert '[4,{"duration_details":{"total_seconds":3.0,' in texts[4]
+
+
+def test_a_record_reads_back_with_the_invocations_its_reader_already_has(
+    example: Example,
+) -> None:
+    inputs, results = _example_run(example)
+    encoder = CaseEncoder(inputs)
+    result = next(r for r in results if r.eval_metric_result_per_invocation)
+    text = encoder.encode(result).text
+    headers = dict(enumerate(encoder.headers))
+    rows = result.eval_metric_result_per_invocation
+    actual = [row.actual_invocation for row in rows]
+    expected = [row.expected_invocation for row in rows]
+
+    given = decode(text, headers, None, actual, expected)  # no inputs needed: both are given
+
+    assert given == result
+    assert all(
+        row.actual_invocation is a and row.expected_invocation is e
+        for row, a, e in zip(given.eval_metric_result_per_invocation, actual, expected, strict=True)
+    )
+
+
+def test_a_record_whose_values_are_not_of_their_types_is_validated_row_by_row() -> None:
+    encoder = CaseEncoder()
+    result = EvalCaseResult(
+        eval_set_id="s",
+        eval_id="c",
+        final_eval_status=EvalStatus.PASSED,
+        overall_eval_metric_results=[
+            EvalMetricResult(metric_name="m", threshold=0.5, score=1.0, eval_status=1)
+        ],
+        assay=CaseNotes(),
+    )
+    stored = encoder.encode(result).text
+    headers = dict(enumerate(encoder.headers))
+    text = stored.replace('"s":[1.0]', '"s":[1]')  # an int, as JSON allows
+
+    back = decode(text, headers, None)
+
+    assert back == result and type(back.overall_eval_metric_results[0].score) is float
+    for unknown in (stored, text):  # a status no EvalStatus has: refused either way
+        with pytest.raises((KeyError, ValueError)):
+            decode(unknown.replace('"t":"01"', '"t":"09"'), headers, None)

@@ -21,6 +21,7 @@ from assay.history.store import SCHEMA_VERSION, HistoryStore
 from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
 from assay.metrics.notes import MetricNotes
+from assay.results.collected import CaseResults
 from assay.results.model import CaseNotes, EvalCaseResult, EvalSetResult, SetNotes
 
 CONFIG = {"sets": [{"path": "a.evalset.json", "eval_set_id": "s"}], "judge_model": None}
@@ -66,6 +67,28 @@ def test_a_finished_run_reads_back_its_sets_in_case_order(store: HistoryStore) -
     assert store.results(run) == [result]
     assert store.get(run).status == "finished"
     assert store.get(run).tokens == 14
+
+
+def test_finishing_a_run_of_spilled_results_reads_their_heads_not_the_whole_results(
+    store: HistoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = store.start_run(["a.evalset.json"], CONFIG)
+    cases = CaseResults(keep=0)
+    for written in [case("b"), case("a", EvalStatus.FAILED), case("a", run=2)]:
+        store.record_case(run, written)
+        cases.append(written)
+    result = EvalSetResult(eval_set_result_id="r", eval_set_id="s", eval_case_results=[])
+    result.eval_case_results = cases.close()
+
+    def whole(_self: CaseResults) -> None:
+        raise AssertionError("a spilled result read whole")
+
+    monkeypatch.setattr(CaseResults, "__iter__", whole)
+    monkeypatch.setattr(CaseResults, "__getitem__", whole)
+    store.finish_run(run, [result])
+
+    [order] = store.query("SELECT case_order FROM run_sets WHERE run_id = ?", (run,))
+    assert json.loads(order[0]) == [["b", 1], ["a", 1], ["a", 2]]
 
 
 def test_an_unfinished_run_reads_back_the_cases_it_recorded(store: HistoryStore) -> None:

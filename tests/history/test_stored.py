@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _support import RunCli
@@ -11,7 +13,7 @@ from _support import RunCli
 from assay import compare
 from assay.history.records import case_row
 from assay.history.store import HistoryStore
-from assay.history.stored import DoneCases, StoredCases
+from assay.history.stored import BATCH, DoneCases, KeptCases, StoredCases
 from assay.metrics.base import EvalStatus
 from assay.results.keys import CaseKey
 from assay.results.model import CaseNotes, EvalCaseResult, EvalSetResult, SetNotes
@@ -112,6 +114,58 @@ def test_done_cases_iterate_past_a_batch_in_stored_order(store: HistoryStore) ->
     record(store, run, [case(name) for name in names])
     record(store, other, [case("elsewhere")])
     assert [key[1] for key in store.done_cases(run)] == names
+
+
+def _counting_reads(store: HistoryStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every query the store runs from now on (its SQL), as they run."""
+    seen: list[str] = []
+    read = store._read
+
+    def counted(sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        seen.append(sql)
+        return read(sql, params)
+
+    monkeypatch.setattr(store, "_read", counted)
+    return seen
+
+
+def test_kept_cases_read_a_whole_run_in_stored_order_a_batch_at_a_time(
+    store: HistoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = store.start_run(["a.evalset.json"], CONFIG)
+    cases = [
+        case(f"c{n:04d}", EvalStatus.FAILED if n % 3 else EvalStatus.PASSED) for n in range(1_500)
+    ]
+    record(store, run, cases)
+    queries = _counting_reads(store, monkeypatch)
+
+    kept = store.kept_cases(run)
+    made = len(queries)
+    assert isinstance(kept, KeptCases) and len(kept) == 1_500 and len(queries) == made
+    # asked for nearly in the order they were stored, as the runner asks: a window out of order
+    order = [n + (1 if n % 2 == 0 else -1) for n in range(1_500)]
+    assert [kept.result(("s", f"c{n:04d}", 1)) for n in order] == [cases[n] for n in order]
+    assert len(queries) - made <= 1_500 // BATCH + 1  # texts read ahead, never a case at a time
+    assert all("rowid = ?" not in sql for sql in queries)
+
+
+def test_kept_cases_answer_any_key_as_done_cases_do(store: HistoryStore) -> None:
+    run = store.start_run(["a.evalset.json"], CONFIG)
+    written = [case("one"), case("two", EvalStatus.FAILED), case("two", run=2)]
+    record(store, run, written)
+    kept = store.kept_cases(run)
+    record(store, run, [case("three")])  # recorded after (the resumed run goes on): not kept
+
+    assert len(kept) == 3 and ("s", "two", 2) in kept and ("s", "three", 1) not in kept
+    assert ("s", "none", 1) not in kept and ("s",) not in kept and kept.get(("s", "x", 1)) is None
+    assert (["s"], "one", 1) not in kept  # a key no case can have, unhashable too
+    assert kept[("s", "two", 1)] == written[1]
+    assert kept[("s", "two", 1)] == written[1]  # asked again: read again
+    assert kept.result(("s", "one", 1)) == written[0]
+    with pytest.raises(KeyError):
+        kept[("s", "three", 1)]
+    assert list(kept) == [("s", "one", 1), ("s", "two", 1), ("s", "two", 2)]
+    assert list(kept.stored()) == written
 
 
 def test_show_prints_a_large_recorded_run(run_cli: RunCli, tmp_path: Path) -> None:

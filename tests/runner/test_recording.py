@@ -3,7 +3,11 @@ CLI write the same run history, which ``assay show`` and ``--resume`` read eithe
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from _judge_server import JudgeServer
@@ -11,9 +15,11 @@ from _support import Example, RunCli
 
 from assay.agents.base import Session
 from assay.errors import InputError
+from assay.history import compact
 from assay.history.store import HistoryStore
+from assay.history.stored import BATCH, Decoder
 from assay.results.model import EvalCaseResult
-from assay.results.traces import load_traces
+from assay.results.traces import Traces, load_traces
 from assay.runner.evaluate import EvalSetJob, evaluate_sync
 from assay.runner.jobs import jobs_for
 from assay.runner.options import RunOptions
@@ -155,3 +161,110 @@ def test_options_carry_the_history_and_resume_and_are_not_given_twice(
         evaluate_sync(_jobs(example), traces, options=options, concurrency=2)
     with pytest.raises(ValueError, match="resume needs the run history"):
         RunOptions(resume="latest")
+
+
+def _write_deterministic_run(folder: Path, cases: int) -> tuple[Path, Path, Path]:
+    """An eval set of ``cases`` one- or two-turn conversations with tool calls, traces of their
+    actual turns (some calls and answers changed), and a config of the two deterministic
+    criteria."""
+    eval_cases, traces = [], {}
+    for n in range(cases):
+        turns = []
+        actual = []
+        for turn in range(1 + n % 2):
+            call = {"name": "get_weather", "args": {"city": f"city {n}", "day": turn}}
+            said = f"it is sunny in city {n} on day {turn}"
+            expected = {
+                "invocation_id": f"e{n}-{turn}",
+                "user_content": {"role": "user", "parts": [{"text": f"weather {n}?"}]},
+                "final_response": {"role": "model", "parts": [{"text": said}]},
+                "intermediate_data": {"tool_uses": [call]},
+            }
+            turns.append(expected)
+            changed = n % 5 == 0
+            actual.append(
+                {
+                    **expected,
+                    "final_response": {"role": "model", "parts": [{"text": said.upper()}]},
+                    "intermediate_data": {
+                        "tool_uses": [{**call, "name": "x"}] if changed else [call]
+                    },
+                }
+            )
+        eval_cases.append({"eval_id": f"case_{n:05d}", "conversation": turns})
+        traces[f"case_{n:05d}"] = actual
+    evalset = folder / "many.evalset.json"
+    evalset.write_text(json.dumps({"eval_set_id": "many", "eval_cases": eval_cases}))
+    traces_file = folder / "many.traces.json"
+    traces_file.write_text(json.dumps(traces))
+    config = folder / "test_config.json"
+    criteria = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.5}
+    config.write_text(json.dumps({"criteria": criteria}))
+    return evalset, traces_file, config
+
+
+def _results_file(path: Path) -> dict[str, Any]:
+    """A results file without what differs between two runs of the same cases: the set
+    result's id, name and time, and how long the set took."""
+    found = json.loads(path.read_text())
+    for key in ("eval_set_result_id", "eval_set_result_name", "creation_timestamp"):
+        found.pop(key)
+    found["assay"].pop("duration_s")
+    return cast(dict[str, Any], found)
+
+
+def test_resuming_a_run_that_has_every_case_reads_each_once_and_writes_the_same_results(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASSAY_KEEP_CASES", "300")  # spilled past 300, as large runs are
+    monkeypatch.setenv("ASSAY_STREAM_MB", "0")  # the eval set streamed, as large ones are
+    evalset, traces, config = _write_deterministic_run(tmp_path, 1_200)
+    history = tmp_path / "runs.sqlite"
+    common = ["eval", evalset, "--traces", traces, "--config", config, "--history-file", history]
+    fresh = run_cli(*common, "--output", tmp_path / "fresh.json", "--no-progress")
+    assert fresh.code in (0, 1), fresh.output
+    with HistoryStore(history) as store:
+        [(rows, last)] = store.query("SELECT COUNT(*), MAX(rowid) FROM case_results")
+    assert rows == 1_200
+
+    queries: list[str] = []
+    read = HistoryStore._read
+
+    def counted(self: HistoryStore, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        queries.append(sql)
+        return read(self, sql, params)
+
+    decoded = Counter[str]()
+    decode = Decoder.__call__
+
+    def counted_decode(self: Decoder, eval_id: str, *args: Any) -> EvalCaseResult:
+        decoded[eval_id] += 1
+        return decode(self, eval_id, *args)
+
+    looked_up: list[str] = []
+    lookup = Traces.lookup
+
+    def counted_lookup(self: Traces, set_id: str | None, eval_id: str, run: int) -> Any:
+        looked_up.append(eval_id)
+        return lookup(self, set_id, eval_id, run)
+
+    looked_up_cases: list[object] = []
+    monkeypatch.setattr(compact, "_expected", lambda *a: looked_up_cases.append(a))
+    monkeypatch.setattr(HistoryStore, "_read", counted)
+    monkeypatch.setattr(Decoder, "__call__", counted_decode)
+    monkeypatch.setattr(Traces, "lookup", counted_lookup)
+    resumed = run_cli(*common, "--output", tmp_path / "resumed.json", "--resume", "latest")
+
+    assert resumed.code == fresh.code, resumed.output
+    assert "1200 case result(s) kept" in resumed.out
+    assert _results_file(tmp_path / "resumed.json") == _results_file(tmp_path / "fresh.json")
+    # each kept case decoded once, with the invocations scoring read from the traces (once)
+    # and the conversation it read from the eval set (not looked up in it again)
+    assert len(decoded) == 1_200 and set(decoded.values()) == {1}
+    assert len(looked_up) == 1_200 and looked_up_cases == []
+    # the kept results read a batch at a time, never one query per case
+    assert sum("case_results" in sql for sql in queries) < 1_200 // BATCH + 20
+    with HistoryStore(history) as store:  # nothing written again
+        assert store.query("SELECT COUNT(*), MAX(rowid) FROM case_results") == [(rows, last)]
+        [info] = store.runs()
+    assert info.status == "finished" and info.cases == 1_200

@@ -49,6 +49,7 @@ from pydantic import TypeAdapter
 
 from assay.evalset.case import EvalSet
 from assay.evalset.invocation import Invocation
+from assay.metrics.base import EvalStatus
 from assay.results.captured import CapturedRows, Head, RowValues, set_details
 from assay.results.model import (
     CaseNotes,
@@ -56,6 +57,7 @@ from assay.results.model import (
     EvalMetricResult,
     EvalMetricResultDetails,
     EvalMetricResultPerInvocation,
+    trusted_row,
 )
 from assay.results.traces import Traces
 
@@ -331,8 +333,17 @@ def may_need_inputs(text: str) -> bool:
     return text.startswith('{"v":2') and ('"a":["t"' in text or '"e":[' in text)
 
 
-def decode(text: str, headers: Mapping[int, Header], inputs: Inputs | None) -> EvalCaseResult:
-    """The case result a stored text holds (record version 2, or a full result)."""
+def decode(
+    text: str,
+    headers: Mapping[int, Header],
+    inputs: Inputs | None,
+    actual: Sequence[Invocation] | None = None,
+    expected: Sequence[Invocation] | None = None,
+) -> EvalCaseResult:
+    """The case result a stored text holds (record version 2, or a full result). ``actual``
+    and ``expected``, when given, are what the text's references to the run's traces and to its
+    eval set's case stand for, as the caller has already read them (a streamed input would be
+    read and parsed again to look them up)."""
     data = pydantic_core.from_json(text)
     if not isinstance(data, dict) or data.get("v") != RECORD_VERSION:
         return EvalCaseResult.model_validate(data)
@@ -341,14 +352,19 @@ def decode(text: str, headers: Mapping[int, Header], inputs: Inputs | None) -> E
         raise RecordError(f"metric header {data['k']} is not recorded")
     set_file, set_id, eval_id, status, session_id, user_id = data["c"]
     session_details, adk_results = data.get("x", [None, None])
-    actual = _actual(data.get("a"), inputs)
-    expected = _expected(data.get("e"), inputs, len(actual))
+    ref = data.get("a")
+    if actual is None or not (ref and ref[0] == "t"):
+        actual = _actual(ref, inputs)
+    wanted = data.get("e")
+    turns: Sequence[Invocation | None] | None = expected
+    if turns is None or not isinstance(wanted, list) or len(turns) != len(actual):
+        turns = _expected(wanted, inputs, len(actual))
     metrics = _metric_results(data, header)
     width = len(header)
     rows = [
         EvalMetricResultPerInvocation.model_construct(
             actual_invocation=actual[i],
-            expected_invocation=expected[i],
+            expected_invocation=turns[i],
             eval_metric_results=metrics[width * (i + 1) : width * (i + 2)],
         )
         for i in range(len(actual))
@@ -376,7 +392,36 @@ def decode(text: str, headers: Mapping[int, Header], inputs: Inputs | None) -> E
 
 
 def _metric_results(data: Mapping[str, Any], header: Header) -> list[EvalMetricResult]:
-    """The case's metric rows, its own then each invocation's, each following the header."""
+    """The case's metric rows, its own then each invocation's, each following the header. The
+    values are of their fields' types as the encoder wrote them, so the rows are built without
+    validating each (a resumed run reads tens of thousands); each distinct details value is
+    validated once per case. A record of other types is validated row by row."""
+    scores = data["s"]
+    statuses = bytes.fromhex(data["t"])
+    if not all(score is None or type(score) is float for score in scores) or not all(
+        type(t) is float or t is None for _, t, _, _ in header
+    ):
+        return _validated_rows(data, header)
+    rows = list(data.get("d", []))
+    by_metric = list(data.get("D", []))
+    details = {int(i): EvalMetricResultDetails.model_validate(v) for i, v in rows if v}
+    shared = {int(i): EvalMetricResultDetails.model_validate(v) for i, v in by_metric if v}
+    width = len(header)
+    empty = None
+    found = []
+    for i, (score, status, (name, threshold, criterion, _)) in enumerate(
+        zip(scores, statuses, cycle(header))
+    ):
+        row_details = details.get(i) or shared.get(i % width)
+        if row_details is None:
+            row_details = empty = empty or EvalMetricResultDetails()
+        found.append(
+            trusted_row(name, threshold, criterion, None, score, _STATUSES[status], row_details)
+        )
+    return found
+
+
+def _validated_rows(data: Mapping[str, Any], header: Header) -> list[EvalMetricResult]:
     details = dict(data.get("d", []))
     by_metric = dict(data.get("D", []))
     width = len(header)
@@ -395,6 +440,9 @@ def _metric_results(data: Mapping[str, Any], header: Header) -> list[EvalMetricR
             zip(data["s"], bytes.fromhex(data["t"]), cycle(header))
         )
     ]
+
+
+_STATUSES = {int(status): status for status in EvalStatus}
 
 
 def _actual(ref: Any, inputs: Inputs | None) -> list[Invocation]:

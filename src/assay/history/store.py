@@ -48,8 +48,9 @@ from assay.history.records import (
 )
 from assay.history.schema import SCHEMA as _SCHEMA
 from assay.history.schema import SCHEMA_VERSION as SCHEMA_VERSION
-from assay.history.stored import Decoder, DoneCases, StoredCases
+from assay.history.stored import Decoder, DoneCases, KeptCases, StoredCases
 from assay.metrics.base import EvalStatus
+from assay.results.collected import heads
 from assay.results.keys import CaseKey as CaseKey
 from assay.results.model import EvalCaseResult, EvalSetResult, RunSummary, SetNotes
 
@@ -279,7 +280,8 @@ class HistoryStore:
             with self._transaction() as db:
                 db.execute("DELETE FROM run_sets WHERE run_id = ?", (run_id,))
                 for position, result in enumerate(results):
-                    order = [[c.eval_id, c.assay.run] for c in result.eval_case_results]
+                    cases = heads(result.eval_case_results)  # spilled ones not parsed whole
+                    order = [[c.eval_id, c.assay.run] for c in cases]
                     header = result.model_dump_json(
                         exclude={"eval_case_results"}, exclude_none=True
                     )
@@ -469,6 +471,11 @@ class HistoryStore:
         gives the keys in the order the cases were stored. Those stored by reference are
         rebuilt from ``inputs`` (default: the run's input files, loaded when first needed)."""
         return DoneCases(run_id, self._read, self._decoder(run_id, inputs))
+
+    def kept_cases(self, run_id: str, inputs: Inputs | None = None) -> KeptCases:
+        """:meth:`done_cases` for the run that resumes ``run_id``: its keys indexed once, its
+        texts read in stored order ahead of the runner (a few queries per thousand cases)."""
+        return KeptCases(run_id, self._read, self._decoder(run_id, inputs))
 
     def _decoder(self, run_id: str, inputs: Inputs | None = None) -> Decoder:
         return Decoder(

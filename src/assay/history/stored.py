@@ -4,20 +4,24 @@ A run of a million cases holds gigabytes as models; :class:`StoredCases` is a ru
 read-only sequence that holds the cases' row ids only (8 bytes a case) and decodes each case
 (:func:`~assay.history.compact.decode`) when it is reached, reading a batch of rows at a time
 through a connection of its own (so it outlives the :class:`~assay.history.store.HistoryStore`
-that made it). :class:`DoneCases` is a run's recorded cases by key for ``--resume``: every
-lookup is a query, nothing is kept.
+that made it). :class:`DoneCases` is a run's recorded cases by key: every lookup is a query,
+nothing is kept. :class:`KeptCases` is the same for the run that resumes it (``--resume``),
+which asks for nearly every case in about the order they were stored: its keys are indexed once
+and its texts read a batch at a time, ahead of the runner.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
 from pydantic import ValidationError
 
+from assay.evalset.invocation import Invocation
 from assay.history.compact import Header, Inputs, RecordError, decode, may_need_inputs
 from assay.history.records import HistoryError
 from assay.results.keys import CaseKey
@@ -42,11 +46,20 @@ class Decoder:
         self.path, self.run_id, self.headers = path, run_id, headers
         self._inputs, self._load = inputs, load_inputs
 
-    def __call__(self, eval_id: str, text: str) -> EvalCaseResult:
+    def __call__(
+        self,
+        eval_id: str,
+        text: str,
+        actual: Sequence[Invocation] | None = None,
+        expected: Sequence[Invocation] | None = None,
+    ) -> EvalCaseResult:
+        """The case result ``text`` holds; ``actual`` and ``expected``, when given, are the
+        case's invocations as read from the run's traces and its eval set's conversation (what
+        references to them stand for: not read again)."""
         if self._inputs is None and may_need_inputs(text):
             self._inputs = self._load()
         try:
-            return decode(text, self.headers, self._inputs)
+            return decode(text, self.headers, self._inputs, actual, expected)
         except ValidationError as exc:
             why = f"{exc.error_count()} problem(s)"
         except (RecordError, ValueError, KeyError, TypeError) as exc:
@@ -178,3 +191,141 @@ class DoneCases(Mapping[CaseKey, EvalCaseResult]):
                 yield CaseKey(str(set_id), str(eval_id), int(run))
             if len(rows) < BATCH:
                 return
+
+
+_AHEAD = 8 * BATCH
+"""Rows a :class:`KeptCases` holds read ahead of the case asked for, at most."""
+
+
+class KeptCases(DoneCases):
+    """A resumed run's recorded case results (``--resume``), read for the run that keeps them:
+    the keys are indexed in one pass when it is made (a hash and a row id, 16 bytes a case),
+    and the stored texts are read in row order a batch at a time, ahead of the case asked for,
+    as the runner asks for them (in eval-set order, which is about the order they were
+    written), so a run that keeps every case reads the history in a few queries per thousand
+    cases rather than one per case. A case asked for again, or far out of order, is one query.
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        read: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]],
+        decoder: Decoder,
+    ) -> None:
+        super().__init__(run_id, read, decoder)
+        self._read_to = -1
+        """Every row up to this row id has been read ahead (and is held, taken or dropped)."""
+        self._ahead: dict[int, tuple[CaseKey, str]] = {}
+        hashes, rowids = array("q"), array("q")
+        for rowid, key in self._keys():
+            hashes.append(hash(key))
+            rowids.append(rowid)
+        order = sorted(range(len(hashes)), key=hashes.__getitem__)
+        self._hashes = array("q", map(hashes.__getitem__, order))
+        self._rowids = array("q", map(rowids.__getitem__, order))
+
+    def _keys(self) -> Iterator[tuple[int, CaseKey]]:
+        last = -1
+        while True:
+            rows = self._read(
+                "SELECT rowid, eval_set_id, eval_id, run_number FROM case_results "
+                "WHERE +run_id = ? AND rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?",
+                (self._run_id, last, self._last, 8 * BATCH),
+            )
+            for rowid, set_id, eval_id, run in rows:
+                last = int(rowid)
+                yield last, CaseKey(str(set_id), str(eval_id), int(run))
+            if len(rows) < 8 * BATCH:
+                return
+
+    def _row(self, rowid: int) -> tuple[CaseKey, str] | None:
+        """The key and text of one of the run's rows: read ahead, or else queried."""
+        held = self._ahead.get(rowid)
+        if held is not None:
+            return held
+        if rowid <= self._read_to:  # taken already, or dropped: asked again
+            rows = self._read(
+                "SELECT eval_set_id, eval_id, run_number, result FROM case_results WHERE rowid = ?",
+                (rowid,),
+            )
+            if not rows:
+                return None
+            [(set_id, eval_id, run, text)] = rows
+            return CaseKey(str(set_id), str(eval_id), int(run)), str(text)
+        while self._read_to < rowid:
+            rows = self._read(
+                "SELECT rowid, eval_set_id, eval_id, run_number, result FROM case_results "
+                "WHERE +run_id = ? AND rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?",
+                (self._run_id, self._read_to, self._last, BATCH),
+            )
+            for found, set_id, eval_id, run, text in rows:
+                self._ahead[int(found)] = (CaseKey(str(set_id), str(eval_id), int(run)), str(text))
+            self._read_to = int(rows[-1][0]) if len(rows) == BATCH else self._last
+        while len(self._ahead) > _AHEAD:  # the oldest held, never asked for: dropped
+            del self._ahead[next(iter(self._ahead))]
+        return self._ahead.get(rowid)
+
+    def _find(self, key: object, take: bool) -> str | None:
+        """The stored text of ``key``'s case (dropped from the rows held ahead if ``take``)."""
+        if not (isinstance(key, tuple) and len(key) == 3):
+            return None
+        try:
+            wanted = hash(key)
+        except TypeError:  # no case has such a key
+            return None
+        at = bisect_left(self._hashes, wanted)
+        while at < len(self._hashes) and self._hashes[at] == wanted:
+            rowid = self._rowids[at]
+            row = self._row(rowid)
+            if row is not None and row[0] == key:
+                if take:
+                    self._ahead.pop(rowid, None)
+                return row[1]
+            at += 1
+        return None
+
+    def __contains__(self, key: object) -> bool:
+        return self._find(key, take=False) is not None
+
+    def __len__(self) -> int:
+        return len(self._rowids)
+
+    def __getitem__(self, key: CaseKey) -> EvalCaseResult:
+        found = self.result(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def result(
+        self,
+        key: tuple[str, str, int],
+        actual: Sequence[Invocation] | None = None,
+        expected: Sequence[Invocation] | None = None,
+    ) -> EvalCaseResult | None:
+        """The case result kept for ``key`` (None when the run has none), decoded with the
+        invocations ``actual`` and ``expected`` where its text refers to the run's traces and
+        eval set."""
+        text = self._find(key, take=True)
+        return None if text is None else self._decoder(key[1], text, actual, expected)
+
+    def stored(self) -> StoredCases:
+        """Every kept case result, in the order they were stored, decoded as they are reached
+        (through a connection of its own: it outlives the store)."""
+        return StoredCases(self._decoder.path, sorted(self._rowids), self._decoder)
+
+
+def kept_result(
+    done: Mapping[tuple[str, str, int], EvalCaseResult] | None,
+    key: tuple[str, str, int],
+    actual: Sequence[Invocation] | None,
+    expected: Sequence[Invocation] | None = None,
+) -> EvalCaseResult | None:
+    """The result a resumed run keeps for ``key`` (None when it has none): from
+    :class:`KeptCases`, decoded with ``actual`` and ``expected``, the case's invocations and
+    conversation the runner has just read (so neither the traces nor a streamed eval set is
+    read again)."""
+    if done is None:
+        return None
+    if isinstance(done, KeptCases):
+        return done.result(key, actual, expected)
+    return done.get(key)  # not `or`: len() may query

@@ -39,6 +39,7 @@ from assay.history.records import (
     git_commit,
 )
 from assay.history.store import CaseKey, HistoryStore
+from assay.history.stored import KeptCases
 from assay.history.writer import HistoryWriter
 from assay.results.captured import Captures
 from assay.results.model import EvalCaseResult, EvalSetResult
@@ -269,6 +270,13 @@ class Recording:
         """Whether the run is (still) being recorded."""
         return self.writer is not None and self.broken is None and self.writer.error is None
 
+    def kept(self) -> Sequence[EvalCaseResult]:
+        """The case results the resumed run kept, in the order they were stored: read from the
+        history as they are reached (only ``--save-traces`` goes over them again)."""
+        if isinstance(self.done, KeptCases):
+            return self.done.stored()
+        return list(self.done.values())
+
     def on_case(self, _job: EvalSetJob | None, result: EvalCaseResult) -> None:
         """Hand a finished case to the writer; a failed write is reported once and stops the
         recording, never the run."""
@@ -389,7 +397,7 @@ def _resume(store: HistoryStore, ref: str, spec: RunSpec, warn: Notice, note: No
             f"run {info.id} cannot be resumed with these inputs ({why}); give the eval sets "
             "and options it was started with, or start a new run"
         )
-    done = store.done_cases(info.id, spec.inputs)  # read as needed, not loaded
+    done = store.kept_cases(info.id, spec.inputs)  # keys indexed; texts read as needed
     headers = store.run_headers(info.id)
     if sorted(headers) != list(range(len(headers))):
         raise HistoryError(f"run {info.id}: its metric headers are incomplete; start a new run")

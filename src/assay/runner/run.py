@@ -81,8 +81,8 @@ class RunOutcome:
     """The run's id in the history ('' when it was not recorded)."""
     recorded: bool = False
     """Whether the whole run was recorded."""
-    kept: list[EvalCaseResult] = field(default_factory=list)
-    """The case results a resumed run already had (not run again)."""
+    kept: Sequence[EvalCaseResult] = field(default_factory=list)
+    """The case results a resumed run already had (not run again), read as they are reached."""
     traces: Traces | None = None
     """The traces the run read (:func:`run_eval_sets`): span files' sessions name the span each
     case's verdicts are about (:attr:`~assay.results.traces.Traces.sessions`)."""
@@ -164,7 +164,7 @@ async def run_jobs(
         if hooks.finishing is not None:
             hooks.finishing(jobs, results)
         recording.finish(results)
-    return RunOutcome(results, recording.run, recording.recorded, list(recording.done.values()))
+    return RunOutcome(results, recording.run, recording.recorded, recording.kept())
 
 
 def _agent_name(agent: AgentSettings | None) -> str | None:

@@ -32,6 +32,7 @@ from assay.config import (
 )
 from assay.evalset.case import EvalCase, EvalSet
 from assay.evalset.io import LoadedEvalSet, StreamedEvalSet
+from assay.history.stored import kept_result
 from assay.llm.base import TokenUsage
 from assay.llm.judge import Judge
 from assay.llm.slots import working_on
@@ -250,7 +251,7 @@ async def score_set(
         index, case, ready = item
         attempt = ready if isinstance(ready, Attempt) else await ready
         key = (eval_set.eval_set_id, case.eval_id, attempt.run)
-        finished = done.get(key) if done is not None else None  # not `or`: len() may query
+        finished = kept_result(done, key, attempt.invocations, case.conversation)  # not reread
         if finished is not None:
             return finished
         async with semaphore:
@@ -407,6 +408,7 @@ async def _with_judge_pool(
         override=settings.model,
         env=env,
         concurrency=settings.concurrency,
+        adaptive=settings.adaptive,
         timeout_s=settings.timeout_s,
         retry=RetryPolicy(max_attempts=settings.max_attempts),
         cache=settings.shared_cache if settings.cache and cache is None else cache,
