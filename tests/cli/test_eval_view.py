@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 from _support import Example, RunCli
 
 SLOW_AGENT = """
@@ -113,8 +114,13 @@ def _first_data(lines: Iterator[str], wanted: str) -> dict[str, object]:
     raise AssertionError(f"the stream ended without a {wanted} event")
 
 
+def _sigint_ignored() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("started", ["as usual", "with SIGINT ignored"])
 def test_on_a_terminal_the_view_goes_on_after_the_run_until_ctrl_c(
-    example: Example, tmp_path: Path
+    example: Example, tmp_path: Path, started: str
 ) -> None:
     assay = Path(sys.executable).parent / "assay"
     command = [
@@ -131,25 +137,31 @@ def test_on_a_terminal_the_view_goes_on_after_the_run_until_ctrl_c(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            # a background job or a tool may start it ignoring SIGINT: Ctrl-C must still stop it
+            preexec_fn=_sigint_ignored if started == "with SIGINT ignored" else None,
         ) as process:
-            assert process.stdout is not None
-            lines: list[str] = []
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                line = process.stdout.readline()
-                lines.append(line)
-                if not line or "press Ctrl-C to stop it" in line:
-                    break
-            said = "".join(lines)
-            found = URL.search(said)
-            assert found and "press Ctrl-C to stop it" in said, said
-            base, run_id = found.groups()
-            with httpx.Client(base_url=base, timeout=10) as client:
-                with client.stream("GET", f"/runs/{run_id}/events") as response:
-                    ended = _first_data(response.iter_lines(), "end")
-                assert process.poll() is None  # still serving
-            process.send_signal(signal.SIGINT)
-            out, err = process.communicate(timeout=30)
+            try:
+                assert process.stdout is not None
+                lines: list[str] = []
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    line = process.stdout.readline()
+                    lines.append(line)
+                    if not line or "press Ctrl-C to stop it" in line:
+                        break
+                said = "".join(lines)
+                found = URL.search(said)
+                assert found and "press Ctrl-C to stop it" in said, said
+                base, run_id = found.groups()
+                with httpx.Client(base_url=base, timeout=10) as client:
+                    with client.stream("GET", f"/runs/{run_id}/events") as response:
+                        ended = _first_data(response.iter_lines(), "end")
+                    assert process.poll() is None  # still serving
+                process.send_signal(signal.SIGINT)
+                out, err = process.communicate(timeout=30)
+            except BaseException:
+                process.kill()  # never left serving: the with block waits for it
+                raise
     finally:
         os.close(leader)
         os.close(follower)

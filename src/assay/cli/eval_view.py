@@ -93,6 +93,7 @@ class EvalView:
         self.console.print(
             f"the view goes on at {where}; press Ctrl-C to stop it", markup=False, soft_wrap=True
         )
+        _ctrl_c_stops()
         with contextlib.suppress(KeyboardInterrupt):
             while self.server.thread.is_alive():
                 time.sleep(0.2)
@@ -103,6 +104,17 @@ class EvalView:
 
             close_streams(self.server.app, grace_s=2 * POLL_S)  # watchers see the end
             self.server.stop()
+
+
+def _ctrl_c_stops() -> None:
+    """Ctrl-C stops the view, as said, even when this process was started with SIGINT ignored
+    or blocked (as a background job, or by a tool): it raises KeyboardInterrupt here."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 @contextlib.contextmanager
