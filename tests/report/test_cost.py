@@ -52,6 +52,11 @@ def test_judges_that_cost_nothing_show_no_cost_anywhere() -> None:
     assert cost_rows(run_cost([free]), run_cost([_set()])) == []
 
 
+def test_judges_that_cost_nothing_under_a_cap_say_the_cap_without_a_list_of_zeros() -> None:
+    free = priced(_set(), {"judge_a": 0.0, "judge_b": 0.0}, cap=1.0)
+    assert cost_line([free]) == "judge cost: $0; --max-cost 1.00 not reached"
+
+
 def test_one_set_of_several_leaves_the_run_cap_out() -> None:
     result = priced(_set(), {"judge_a": 0.25}, cap=1.0)
     found = cost_of([result], cap=False)

@@ -76,9 +76,12 @@ class RunCost:
 
     def parts(self) -> list[str]:
         """``metric $0.0100`` (or ``metric unknown``) for each metric, when there are several
-        and some price is known (one is the total; none known: :meth:`words` names them)."""
+        and some price is known (one is the total; none known: :meth:`words` names them), and
+        not when every one cost nothing (a list of $0 says no more than the total)."""
         names = self.metrics
         if len(names) < 2 or not self.by_metric:
+            return []
+        if not self.unknown and not any(self.by_metric.values()):
             return []
         return [f"{m} {self.metric_text(m)}" for m in names]
 
