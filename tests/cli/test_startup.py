@@ -6,6 +6,9 @@ httpx, rich, pydantic and the result models are imported when the command runs. 
 run each help in a fresh interpreter and compare what it imported with what ``assay --help``
 imported; a module-level import of any of those in a command's module makes them fail.
 benchmarks/bench_startup.py measures the time.
+
+A deterministic run (recorded traces, no judged criterion, no ``--view``) is checked the same
+way: it imports none of what judges, the web view or people's labels need.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
+from _support import Example
 
 from assay.cli.judge import SUBCOMMANDS as JUDGE_SUBCOMMANDS
 from assay.cli.main import COMMANDS
@@ -139,3 +144,76 @@ def test_each_judge_subcommand_summary_shortens_as_its_own_help_does(name: str) 
     assert real.name == name
     for limit in range(10, 400, 3):
         assert stand_in.get_short_help_str(limit) == real.get_short_help_str(limit), limit
+
+
+NOT_IN_A_DETERMINISTIC_RUN = (
+    "numpy",
+    "httpx",
+    "yaml",
+    "webbrowser",
+    "getpass",
+    "assay.agreement",
+    "assay.view",
+    "assay.llm.backends.openai_compat",
+    "jinja2",
+    "starlette",
+    "uvicorn",
+    "scipy",
+    "sklearn",
+)
+"""What ``assay eval`` on recorded traces with deterministic criteria and JSON files never uses:
+the judges' HTTP client, numpy (people's labels' statistics, rouge-score's aggregators), YAML,
+the browser and the web view, and what all of nltk would bring."""
+
+
+def modules_after_run(argv: list[str], folder: Path) -> tuple[int, set[str], str]:
+    """The exit code, the modules a fresh interpreter holds once ``assay ARGV`` has run in
+    ``folder`` (written to a file: the run prints on both streams), and what it printed."""
+    listing = folder / "modules.json"
+    script = (
+        "import json, pathlib, sys\n"
+        "from assay.cli.main import main\n"
+        "code = None\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        f"pathlib.Path({str(listing)!r}).write_text(json.dumps([code, sorted(sys.modules)]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    code, loaded = json.loads(listing.read_text(encoding="utf-8"))
+    return code, set(loaded), done.stdout + done.stderr
+
+
+def test_a_deterministic_eval_run_imports_no_judge_client_view_numpy_or_yaml(
+    tmp_path: Path, example: Example
+) -> None:
+    eval_set = json.loads(example.evalset.read_text(encoding="utf-8"))
+    eval_set["eval_cases"] = [case for case in eval_set["eval_cases"] if "conversation" in case]
+    evalset_path = tmp_path / "travel.evalset.json"
+    evalset_path.write_text(json.dumps(eval_set), encoding="utf-8")
+    trajectory = {"threshold": 1.0, "match_type": "IN_ORDER"}
+    config = {"criteria": {"tool_trajectory_avg_score": trajectory, "response_match_score": 0.6}}
+    config_path = tmp_path / "test_config.json"
+    config_path.write_text(json.dumps(config), encoding="utf-8")
+    results = tmp_path / "results.json"
+    argv = [
+        *("eval", str(evalset_path), "--traces", str(example.traces)),
+        *("--config", str(config_path), "--output", str(results)),
+        *("--no-history", "--no-progress"),
+    ]
+
+    code, loaded, output = modules_after_run(argv, tmp_path)
+
+    assert code == 0, output
+    scored = json.loads(results.read_text(encoding="utf-8"))["eval_case_results"]
+    assert len(scored) == len(eval_set["eval_cases"]) == 4
+    never = NOT_IN_A_DETERMINISTIC_RUN
+    assert sorted(m for m in loaded if any(m == n or m.startswith(f"{n}.") for n in never)) == []

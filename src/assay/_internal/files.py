@@ -5,13 +5,16 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic_core
-import yaml
 
 from assay.errors import InputError, Problem
+
+if TYPE_CHECKING:  # imported on first use: most runs read JSON alone
+    import yaml
 
 
 def read_text(path: Path, error: type[InputError]) -> str:
@@ -54,35 +57,45 @@ _YAML12 = [
 ]
 
 
-class _YamlLoader(yaml.SafeLoader):
+@cache
+def _loader() -> type[yaml.SafeLoader]:
     """Safe YAML with YAML 1.2's plain scalars, as JSON has them.
 
     Only ``true``/``false`` are booleans (``on``, ``yes``, ``no`` stay strings), numbers are
-    decimal (``010`` is 10, ``1:30`` a string) and dates stay strings.
+    decimal (``010`` is 10, ``1:30`` a string) and dates stay strings. Made on first use, so
+    reading JSON alone never imports yaml.
     """
+    import yaml
 
+    class _YamlLoader(yaml.SafeLoader):
+        pass
 
-_YamlLoader.yaml_implicit_resolvers = {
-    first: [(tag, regex) for tag, regex in resolvers if tag not in _DROPPED]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-for _tag, _regex, _first in _YAML12:
-    _YamlLoader.add_implicit_resolver(_tag, _regex, _first)
+    _YamlLoader.yaml_implicit_resolvers = {
+        first: [(tag, regex) for tag, regex in resolvers if tag not in _DROPPED]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    for tag, regex, first in _YAML12:
+        _YamlLoader.add_implicit_resolver(tag, regex, first)
+    _YamlLoader.add_constructor(_INT, _decimal_int)
+    return _YamlLoader
 
 
 def _decimal_int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
     return int(str(loader.construct_scalar(node)))  # type: ignore[arg-type]
 
 
-_YamlLoader.add_constructor(_INT, _decimal_int)
-
-
-class _YamlDumper(yaml.SafeDumper):
+@cache
+def _dumper() -> type[yaml.SafeDumper]:
     """Quotes every string that YAML 1.1 or 1.2 would read as something else."""
+    import yaml
 
+    class _YamlDumper(yaml.SafeDumper):
+        pass
 
-for _tag, _regex, _first in _YAML12:
-    _YamlDumper.add_implicit_resolver(_tag, _regex, _first)
+    for tag, regex, first in _YAML12:
+        _YamlDumper.add_implicit_resolver(tag, regex, first)
+    _YamlDumper.add_representer(str, _represent_str)
+    return _YamlDumper
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -92,13 +105,12 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
-_YamlDumper.add_representer(str, _represent_str)
-
-
 def parse_yaml(text: str, file: str, error: type[InputError]) -> Any:
-    """Parse YAML safely (no object tags), with YAML 1.2 scalars (see :class:`_YamlLoader`)."""
+    """Parse YAML safely (no object tags), with YAML 1.2 scalars (see :func:`_loader`)."""
+    import yaml
+
     try:
-        return yaml.load(text, Loader=_YamlLoader)
+        return yaml.load(text, Loader=_loader())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
@@ -108,7 +120,9 @@ def parse_yaml(text: str, file: str, error: type[InputError]) -> Any:
 
 def dump_yaml(data: Any) -> str:
     """YAML text for plain data that :func:`parse_yaml` reads back unchanged."""
-    return yaml.dump(data, Dumper=_YamlDumper, sort_keys=False, allow_unicode=True)
+    import yaml
+
+    return yaml.dump(data, Dumper=_dumper(), sort_keys=False, allow_unicode=True)
 
 
 def load_data(path: Path, error: type[InputError]) -> Any:

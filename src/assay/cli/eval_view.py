@@ -10,13 +10,11 @@ exits with the run's own exit code.
 from __future__ import annotations
 
 import contextlib
-import getpass
 import os
 import socket
 import sqlite3
 import sys
 import time
-import webbrowser
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -82,6 +80,8 @@ class EvalView:
             url = f"{self.base}/runs/{quote(self.run_id, safe='')}"
             self.console.print(f"watch this run live: {url}", markup=False, soft_wrap=True)
         if _has_display():
+            import webbrowser  # here: a run without --view does not pay for it
+
             with contextlib.suppress(Exception):  # a browser that cannot start is no error
                 webbrowser.open(url)
 
@@ -180,6 +180,8 @@ def _has_display() -> bool:
 
 
 def _user() -> str:
+    import getpass
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):

@@ -13,17 +13,20 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
 from assay._internal.aio import run_sync
-from assay.agreement.labels import LabelledRun
 from assay.llm.client import stopped_judge
 from assay.results.model import EvalCaseResult
 from assay.runner.preflight import JudgeCheckError, JudgeRecorder, check_judges
 from assay.runner.preflight import check_run_judges as check_run_judges  # where tests look
 from assay.runner.preflight import run_judges as run_judges
+
+if TYPE_CHECKING:  # the labels' package imports numpy (its statistics): `assay eval` needs neither
+    from assay.agreement.labels import LabelledRun
 
 
 def check_labelled_judges(

@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from assay.llm.base import LlmCallError, LlmUnavailableError
 
 INSTALL_RUNTIME = "pip install 'assay[local]'"
@@ -145,6 +143,8 @@ class Runtime:
         except (RuntimeError, ValueError, OSError, MemoryError):
             raise LlmUnavailableError(load_failure(path)) from None
         self.n_ctx = settings.n_ctx
+        import httpx  # here: `assay eval` imports this module for every run, most judge nothing
+
         self._http = httpx.Client(
             base_url=str(self._server.listening_address),
             headers={"Authorization": f"Bearer {key}"},
@@ -155,6 +155,8 @@ class Runtime:
         """The tokens llama.cpp starts a text with (``[bos]``, or none for models without)."""
 
     def _post(self, route: str, body: dict[str, Any]) -> Any:
+        import httpx
+
         try:
             response = self._http.post(route, json=body)
             response.raise_for_status()
