@@ -13,7 +13,7 @@ from assay.metrics.base import EvalStatus
 from assay.report.console import SetView
 from assay.results.collected import (
     CaseResults,
-    head_of,
+    Head,
     heads,
     keep_bytes,
     keep_cases,
@@ -119,7 +119,7 @@ def test_big_results_spill_once_their_json_passes_the_byte_budget_long_before_th
 
     assert collected.spilled and collected.held_bytes == 0
     assert list(collected) == big
-    assert list(collected.texts()) == [r.model_dump_json(indent=2, exclude_none=True) for r in big]
+    assert list(collected.texts()) == [_indented(r) for r in big]
 
 
 def test_the_case_limit_still_spills_small_results_under_the_byte_budget(
@@ -135,9 +135,9 @@ def test_the_byte_budget_comes_from_the_environment(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("ASSAY_KEEP_BYTES", "1000")
     assert keep_bytes() == 1000
     monkeypatch.setenv("ASSAY_KEEP_BYTES", "lots")
-    assert keep_bytes() == 16 * 1024 * 1024
+    assert keep_bytes() == 8 * 1024 * 1024
     monkeypatch.delenv("ASSAY_KEEP_BYTES")
-    assert keep_bytes() == 16 * 1024 * 1024
+    assert keep_bytes() == 8 * 1024 * 1024
 
 
 def test_the_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -149,26 +149,74 @@ def test_the_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
     assert keep_cases() == 2000
 
 
+def _indented(result: EvalCaseResult) -> bytes:
+    return result.model_dump_json(indent=2, exclude_none=True).encode()
+
+
+def _odd(results: list[EvalCaseResult]) -> list[EvalCaseResult]:
+    """``results`` and copies with what an indenter could lay out differently: text beyond
+    ASCII, escapes, empty objects and lists."""
+    odd = results[0].model_copy(
+        update={
+            "eval_id": 'réservations ✈ 予約 "quoted" \\ back\nslash\u2028',
+            "session_details": {"empty": {}, "none": [], "nested": [{}, [[]]], "n": 1e16},
+            "eval_metric_results": [],
+        }
+    )
+    return [*results, odd]
+
+
 @pytest.mark.parametrize("keep", [0, 100])
 def test_texts_are_each_result_as_the_results_file_indents_it_held_or_spilled(
     results: list[EvalCaseResult], spill: Spill, keep: int
 ) -> None:
-    collected = _collected(results, keep, spill)
+    cases = _odd(results)
+    collected = _collected(cases, keep, spill)
 
     assert collected.spilled == (keep == 0)
-    expected = [r.model_dump_json(indent=2, exclude_none=True) for r in results]
+    expected = [_indented(r) for r in cases]
     assert list(collected.texts()) == expected
-    assert list(texts(collected)) == list(texts(results)) == expected
+    assert list(texts(collected)) == list(texts(cases)) == expected
 
 
-def test_spilled_heads_are_the_results_without_their_rows_per_invocation(
+@pytest.mark.parametrize("keep", [2, 100])
+def test_a_result_is_serialised_once_held_or_spilled_and_written(
+    results: list[EvalCaseResult], spill: Spill, monkeypatch: pytest.MonkeyPatch, keep: int
+) -> None:
+    calls: list[object] = []
+    serializer = EvalCaseResult.__pydantic_serializer__
+
+    class Counting:
+        def to_json(self, value: object, **options: object) -> bytes:
+            calls.append(value)
+            return serializer.to_json(value, **options)  # type: ignore[arg-type]
+
+    expected = [_indented(r) for r in results]
+    monkeypatch.setattr(EvalCaseResult, "__pydantic_serializer__", Counting())
+    collected = _collected(results, keep, spill)  # 2: two held, then spilled with the rest
+    collected.close()
+    assert collected.spilled == (keep == 2) and len(calls) == len(results)
+
+    assert list(collected.texts()) == expected
+    assert list(collected.heads())
+    assert len(calls) == len(results)  # neither writing nor counting serialises again
+
+
+def test_spilled_heads_are_what_counting_and_picking_cases_reads(
     results: list[EvalCaseResult], spill: Spill
 ) -> None:
     collected = _collected(results, 1, spill)
 
-    assert any(r.eval_metric_result_per_invocation for r in results)
-    assert list(collected.heads()) == [head_of(r) for r in results]
-    assert all(not head.eval_metric_result_per_invocation for head in heads(collected))
+    def read(head: Head) -> tuple[object, ...]:
+        rows = [(r.metric_name, r.eval_status, r.score) for r in head.overall_eval_metric_results]
+        notes = (head.assay.run, list(head.assay.not_applicable))
+        return head.eval_id, head.final_eval_status, rows, notes
+
+    found = list(collected.heads())
+    assert [read(head) for head in found] == [read(r) for r in results]
+    assert not any(isinstance(head, EvalCaseResult) for head in found)  # no model built
+    statuses = {row.eval_status for head in found for row in head.overall_eval_metric_results}
+    assert all(type(status) is EvalStatus for status in statuses)  # compared with `is`
     assert list(heads(results)) == results  # a plain list is read whole
 
 

@@ -12,8 +12,10 @@ from _support import Example
 
 from assay import EvalSetJob, evaluate_sync, load_config, load_eval_set, load_traces
 from assay._internal.files import write_atomically
+from assay._internal.spill import Spill
+from assay.results.collected import CaseResults
 from assay.results.model import EvalSetResult
-from assay.results.output import result_chunks
+from assay.results.output import result_bytes, result_chunks
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +56,34 @@ def test_several_sets_and_empty_ones_are_a_list(scored: EvalSetResult) -> None:
             assert text == _whole(results)
         else:
             assert json.loads(text) == []
+
+
+@pytest.mark.parametrize("keep", [0, 3])
+def test_a_set_whose_results_were_spilled_is_written_byte_for_byte_as_one_held(
+    scored: EvalSetResult, tmp_path: Path, keep: int
+) -> None:
+    cases = list(scored.eval_case_results)
+    spill = Spill(tmp_path)
+    try:
+        collected = CaseResults(keep=keep, spill=spill)
+        for case in cases:
+            collected.append(case)
+        spilled = scored.model_copy(update={"eval_case_results": collected.close()})
+        held = scored.model_copy(update={"eval_case_results": CaseResults.of(cases)})
+        assert collected.spilled and not held.eval_case_results.spilled  # type: ignore[attr-defined]
+        as_list = scored.model_copy(update={"eval_case_results": cases})
+
+        written = b"".join(result_bytes([spilled]))
+        assert written == b"".join(result_bytes([held])) == b"".join(result_bytes([as_list]))
+        assert written == _whole([as_list]).encode()
+        assert b"".join(result_bytes([held, spilled])) == _whole([as_list, as_list]).encode()
+    finally:
+        spill.close()
+
+
+def test_the_text_pieces_are_the_bytes_decoded(scored: EvalSetResult) -> None:
+    for results in ([scored], [scored, scored], []):
+        assert "".join(result_chunks(results)).encode() == b"".join(result_bytes(results))
 
 
 def test_the_file_is_written_from_its_pieces_atomically(

@@ -150,13 +150,20 @@ def write_atomically(path: Path, text: str | Iterable[str]) -> None:
     """Write ``text`` (a string, or its pieces, written as they come) to ``path`` through a
     temporary file beside it, so a reader never sees half a file; the temporary file is removed
     if writing fails (the OSError is raised)."""
+    _replace_atomically(path, [text] if isinstance(text, str) else text, "w")
+
+
+def write_bytes_atomically(path: Path, pieces: Iterable[bytes]) -> None:
+    """:func:`write_atomically` for UTF-8 pieces already encoded (the results file's cases are
+    bytes when made: encoding them again would cost as much as writing them)."""
+    _replace_atomically(path, pieces, "wb")
+
+
+def _replace_atomically(path: Path, pieces: Iterable[str] | Iterable[bytes], mode: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     try:
-        with tmp.open("w", encoding="utf-8") as out:
-            if isinstance(text, str):
-                out.write(text)
-            else:
-                out.writelines(text)
+        with tmp.open(mode, encoding="utf-8" if mode == "w" else None) as out:
+            out.writelines(pieces)
         tmp.replace(path)
     except OSError:
         with contextlib.suppress(OSError):

@@ -32,7 +32,7 @@ from assay.report.judge_agreement import (
 )
 from assay.report.numbers import MISSING, label, measure_text, score_text, value_text
 from assay.report.why import case_reason, why
-from assay.results.collected import CaseResults, heads
+from assay.results.collected import CaseResults, Head, heads
 from assay.results.model import EvalCaseResult, EvalMetricResult, EvalSetResult, RunSummary
 
 _STYLE = {
@@ -112,7 +112,7 @@ class SetView:
     named: dict[EvalStatus, dict[str, None]] = field(default_factory=dict)
     """The ids of the cases that did not pass, by status, each once (for the summary line)."""
 
-    def _not_passed(self, case: EvalCaseResult) -> None:
+    def _not_passed(self, case: Head) -> None:
         self.not_passed += 1
         self.named.setdefault(case.final_eval_status, {})[case.eval_id] = None
 
@@ -132,16 +132,16 @@ class SetView:
         # and the few cases listed are then read whole; other sequences are read once, whole.
         by_index = isinstance(cases, CaseResults) and cases.spilled
         chosen: list[int] = []
-        for index, case in enumerate(heads(cases)):
-            if case.final_eval_status is not EvalStatus.PASSED:
-                view._not_passed(case)
+        for index, head in enumerate(heads(cases)):
+            if head.final_eval_status is not EvalStatus.PASSED:
+                view._not_passed(head)
                 if len(chosen) < max_cases:
                     chosen.append(index)
-                    if not by_index:
-                        view.listed.append(case)
-            for row in case.overall_eval_metric_results:
+                    if isinstance(head, EvalCaseResult):  # read whole (never when spilled)
+                        view.listed.append(head)
+            for row in head.overall_eval_metric_results:
                 found = view.metrics.setdefault(row.metric_name, _MetricCounts())
-                if row.metric_name in case.assay.not_applicable:
+                if row.metric_name in head.assay.not_applicable:
                     continue
                 found.graded |= row.eval_status is not EvalStatus.INFORMATIONAL
                 if row.eval_status is EvalStatus.PASSED:

@@ -16,10 +16,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from assay._internal.files import write_atomically
+from assay._internal.files import write_bytes_atomically
 from assay.results.collected import run_summary, unevaluated_in_passed
 from assay.results.model import EvalSetResult, RunSummary
-from assay.results.output import result_chunks
+from assay.results.output import result_bytes
 
 
 class OutputError(Exception):
@@ -127,7 +127,7 @@ def write_outputs(console: Console, results: Sequence[EvalSetResult], outputs: O
 
 def _writer(what: str, outputs: Outputs) -> Callable[[Path, Sequence[EvalSetResult]], None]:
     if what == "results":
-        return lambda path, results: write_atomically(path, result_chunks(results))
+        return lambda path, results: write_bytes_atomically(path, result_bytes(results))
     if what == "HTML report":
         from assay.report.html import write_html
 

@@ -1,36 +1,40 @@
 """A set's case results as they finish, held in memory while few, spilled to disk when many.
 
 A run of a few thousand cases keeps its results as models (reports read them many times, and
-that is cheap). Past ``ASSAY_KEEP_BYTES`` of results' JSON (default 16 MB: results hold their
-actual invocations, which a real agent's tool results can make large) or ``ASSAY_KEEP_CASES``
-results (default 2,000), whichever comes first, a set's results are moved to the process's
-spill file (:mod:`assay._internal.spill`) and every later one is written there as it finishes,
-so memory stops growing with the eval set. Each result's JSON is made once, as it arrives, and
-compressed (0.14 ms for a typical case, which a run that spills pays anyway): its length counts
-against the budget, and a held result keeps it compressed (a sixth of its size), to be spilled
-without serialising it again. Each spilled result is stored twice:
+that is cheap). Past ``ASSAY_KEEP_BYTES`` of results' compact JSON (default 8 MB: results hold
+their actual invocations, which a real agent's tool results can make large) or
+``ASSAY_KEEP_CASES`` results (default 2,000), whichever comes first, a set's results are moved to
+the process's spill file (:mod:`assay._internal.spill`) and every later one is written there as it
+finishes, so memory stops growing with the eval set. Each result's JSON is made once, as it
+arrives, compact (``exclude_none``, no indent: half the bytes of the indented text, and a fifth
+less time to make): its length counts against the budget, and a held result keeps it as it is
+(the budget bounds it), to be written or spilled without serialising it again. Each spilled
+result is stored twice:
 
-* its JSON as the results file writes it (``exclude_none``, indented), compressed by zlib at level 1 (a
-  sixth of its size, 0.1 ms a case; a million cases' results would take 11 GB of disk
-  otherwise): ``--output`` copies it (:meth:`CaseResults.texts`), and a full
-  read (iterating, indexing) validates it again;
-* its *head*, pickled and compressed the same way: the result without its per-invocation rows, whose two invocations are
-  nearly all of a result's size, which is what a pass that counts and picks cases needs
-  (:meth:`CaseResults.heads`: the console table, the summary of a large run).
+* its compact JSON, compressed by zlib at level 1 (a sixth of its size, 0.08 ms a case; a million
+  cases' results would take 11 GB of disk otherwise): ``--output`` indents it
+  (:func:`texts`: msgspec's formatter lays it out byte for byte as pydantic's ``indent=2`` does,
+  in a seventh of the time), and a full read (iterating, indexing) validates it again;
+* its *head*, the few fields a pass that counts and picks cases reads (:class:`Head`: the
+  console table, the summary of a large run, the run history's case order), as a msgpack array
+  of about 200 bytes (:meth:`CaseResults.heads`): 7 µs a case to write, 3 to read. A pickled
+  model without its per-invocation rows took 0.1 ms each way (pydantic's ``__setstate__`` once
+  per nested model, 11 a case) and 900 bytes compressed.
 
-Pickling whole results instead cost 0.8 ms a case to write and as much to read on every pass
-(pydantic's ``__setstate__`` once per nested model): at 5,000 cases, 13 of 39 profiled seconds.
-The summary, token usage and the count of unevaluated metrics in passed cases are kept as the
-results arrive, so that reading them costs no pass at all.
+Pickling whole results instead cost 0.8 ms a case to write and as much to read on every pass:
+at 5,000 cases, 13 of 39 profiled seconds. The summary, token usage and the count of unevaluated
+metrics in passed cases are kept as the results arrive, so that reading them costs no pass at
+all.
 """
 
 from __future__ import annotations
 
 import os
-import pickle
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
-from typing import overload
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from typing import Protocol, overload
+
+import msgspec
 
 from assay._internal.spill import Spill, SpilledSequence, shared_spill
 from assay.llm.base import TokenUsage
@@ -40,9 +44,9 @@ from assay.results.model import SIMULATOR, EvalCaseResult, EvalSetResult, RunSum
 KEEP_CASES = 2000
 """Case results of one set held as models before they are spilled (``ASSAY_KEEP_CASES``)."""
 
-KEEP_BYTES = 16 * 1024 * 1024
-"""Bytes of JSON of one set's case results held as models before they are spilled
-(``ASSAY_KEEP_BYTES``)."""
+KEEP_BYTES = 8 * 1024 * 1024
+"""Bytes of compact JSON of one set's case results held as models before they are spilled
+(``ASSAY_KEEP_BYTES``; about 16 MB of the results file's indented JSON)."""
 
 _FLUSH = 256
 """Spilled results written per transaction."""
@@ -69,53 +73,111 @@ def _env_count(name: str, default: int) -> int:
         return default
 
 
-def head_of(result: EvalCaseResult) -> EvalCaseResult:
-    """``result`` without its per-invocation rows (a shallow copy)."""
-    if not result.eval_metric_result_per_invocation:
-        return result
-    return result.model_copy(update={"eval_metric_result_per_invocation": []})
+class HeadRow(Protocol):
+    """What a head keeps of one metric's overall result."""
+
+    @property
+    def metric_name(self) -> str: ...
+    @property
+    def eval_status(self) -> EvalStatus: ...
+    @property
+    def score(self) -> float | None: ...
 
 
-def _text(result: EvalCaseResult) -> tuple[bytes, int]:
-    """``result``'s JSON as the results file writes it (indented, so writing it is a copy),
-    compressed; and its length."""
-    json = result.__pydantic_serializer__.to_json(result, indent=2, exclude_none=True)
-    return zlib.compress(json, 1), len(json)
+class HeadNotes(Protocol):
+    """What a head keeps of a case's ``assay`` notes."""
+
+    @property
+    def run(self) -> int: ...
+    @property
+    def not_applicable(self) -> Collection[str]: ...
+
+
+class Head(Protocol):
+    """What a pass that counts and picks cases reads of a case result (an
+    :class:`~assay.results.model.EvalCaseResult` has all of it)."""
+
+    @property
+    def eval_id(self) -> str: ...
+    @property
+    def final_eval_status(self) -> EvalStatus: ...
+    @property
+    def overall_eval_metric_results(self) -> Sequence[HeadRow]: ...
+    @property
+    def assay(self) -> HeadNotes: ...
+
+
+class _Row(msgspec.Struct, array_like=True, frozen=True):
+    metric_name: str
+    eval_status: EvalStatus
+    score: float | None
+
+
+class _Notes(msgspec.Struct, array_like=True, frozen=True):
+    run: int
+    not_applicable: list[str]
+
+
+class _Head(msgspec.Struct, array_like=True, frozen=True):
+    """A spilled result's :class:`Head`, read back from its msgpack array."""
+
+    eval_id: str
+    final_eval_status: EvalStatus
+    overall_eval_metric_results: list[_Row]
+    assay: _Notes
+
+
+_encode_head = msgspec.msgpack.Encoder().encode
+_decode_head = msgspec.msgpack.Decoder(_Head).decode
+
+
+def _head_bytes(result: EvalCaseResult) -> bytes:
+    """``result``'s head as the msgpack array :class:`_Head` reads (made from tuples: no
+    struct is built to write it)."""
+    rows = [(r.metric_name, r.eval_status, r.score) for r in result.overall_eval_metric_results]
+    notes = (result.assay.run, result.assay.not_applicable)
+    return _encode_head((result.eval_id, result.final_eval_status, rows, notes))
+
+
+def _compact(result: EvalCaseResult) -> bytes:
+    """``result``'s JSON as the results file holds it (``exclude_none``), without indents."""
+    return result.__pydantic_serializer__.to_json(result, exclude_none=True)
+
+
+def _indent(compact: bytes) -> bytes:
+    """Compact JSON laid out as pydantic's ``to_json(indent=2)`` lays it out (two spaces, a
+    key and its value on one line, ``[]`` and ``{}`` when empty: the same bytes)."""
+    return msgspec.json.format(compact, indent=2)
 
 
 def _parse(body: bytes) -> EvalCaseResult:
     return EvalCaseResult.model_validate_json(zlib.decompress(body))
 
 
-def _head(body: bytes) -> EvalCaseResult:
-    found = pickle.loads(zlib.decompress(body))  # this process's own (see the module's note)
-    assert isinstance(found, EvalCaseResult)
-    return found
+def _spilled_text(body: bytes) -> bytes:
+    return _indent(zlib.decompress(body))
 
 
-def _indented(body: bytes) -> str:
-    """A stored result's JSON as ``model_dump_json(indent=2, exclude_none=True)`` gives it (it
-    is stored so)."""
-    return zlib.decompress(body).decode()
-
-
-def heads(cases: Sequence[EvalCaseResult]) -> Iterable[EvalCaseResult]:
-    """Each case result, or (for spilled results) its head, in order: enough to count statuses
-    and choose the cases to show, which are then read whole by index."""
+def heads(cases: Sequence[EvalCaseResult]) -> Iterable[Head]:
+    """Each case result, or (for spilled results) its :class:`Head`, in order: enough to count
+    statuses and choose the cases to show, which are then read whole by index."""
     return cases.heads() if isinstance(cases, CaseResults) else cases
 
 
-def texts(cases: Sequence[EvalCaseResult]) -> Iterator[str]:
-    """Each case result as indented JSON (``model_dump_json(indent=2, exclude_none=True)``)."""
+def texts(cases: Sequence[EvalCaseResult]) -> Iterator[bytes]:
+    """Each case result's JSON as the results file writes it, UTF-8 (what
+    ``model_dump_json(indent=2, exclude_none=True)`` gives)."""
     if isinstance(cases, CaseResults):
         return cases.texts()
-    return (case.model_dump_json(indent=2, exclude_none=True) for case in cases)
+    return (
+        case.__pydantic_serializer__.to_json(case, indent=2, exclude_none=True) for case in cases
+    )
 
 
 class CaseResults(Sequence[EvalCaseResult]):
     """One set's case results in order: append each as it finishes, then read them like a list
     (each pass over spilled results parses them again). Up to ``keep`` results and
-    ``max_bytes`` bytes of their JSON are held (by default ``ASSAY_KEEP_CASES`` and
+    ``max_bytes`` bytes of their compact JSON are held (by default ``ASSAY_KEEP_CASES`` and
     ``ASSAY_KEEP_BYTES``)."""
 
     def __init__(
@@ -126,8 +188,11 @@ class CaseResults(Sequence[EvalCaseResult]):
         self._spill_given = spill
         self._held: list[EvalCaseResult] = []
         self._held_texts: list[bytes] = []
+        """The held results' compact JSON, not compressed (the byte budget bounds it): indented
+        when written, compressed only if it is spilled."""
         self._held_bytes = 0
         self._buffer: list[tuple[str, int, bytes]] = []
+        """Spilled results' compressed compact JSON, waiting for :meth:`_flush`."""
         self._head_buffer: list[tuple[str, int, bytes]] = []
         self._spill: Spill | None = None
         self._key = ""
@@ -163,15 +228,15 @@ class CaseResults(Sequence[EvalCaseResult]):
         if result.assay.simulator_usage is not None:
             before = self._usage.get(SIMULATOR, TokenUsage())
             self._usage[SIMULATOR] = before + result.assay.simulator_usage
-        text, size = _text(result)
+        text = _compact(result)
         if self._spill is None and (
-            self._count >= self._keep or self._held_bytes + size > self._keep_bytes
+            self._count >= self._keep or self._held_bytes + len(text) > self._keep_bytes
         ):
             self._start_spilling()
         if self._spill is None:
             self._held.append(result)
             self._held_texts.append(text)
-            self._held_bytes += size
+            self._held_bytes += len(text)
         else:
             self._store(self._count, result, text)
             if len(self._buffer) >= _FLUSH:
@@ -180,7 +245,7 @@ class CaseResults(Sequence[EvalCaseResult]):
 
     @property
     def held_bytes(self) -> int:
-        """Bytes of JSON of the results held as models (0 once they are spilled)."""
+        """Bytes of compact JSON of the results held as models (0 once they are spilled)."""
         return self._held_bytes
 
     def close(self) -> CaseResults:
@@ -210,9 +275,9 @@ class CaseResults(Sequence[EvalCaseResult]):
         self._flush()
 
     def _store(self, index: int, result: EvalCaseResult, text: bytes) -> None:
-        self._buffer.append((self._key, index, text))
-        head = pickle.dumps(head_of(result), protocol=pickle.HIGHEST_PROTOCOL)
-        self._head_buffer.append((self._key, index, zlib.compress(head, 1)))
+        """Buffer ``result`` (its compact JSON ``text``) and its head for the spill file."""
+        self._buffer.append((self._key, index, zlib.compress(text, 1)))
+        self._head_buffer.append((self._key, index, _head_bytes(result)))
 
     def _flush(self) -> None:
         if self._spill is not None and self._buffer:
@@ -226,21 +291,21 @@ class CaseResults(Sequence[EvalCaseResult]):
         self._flush()
         return SpilledSequence(self._spill, _KIND, self._key, self._count, _parse)
 
-    def heads(self) -> Iterator[EvalCaseResult]:
-        """Each result in order: held ones whole, spilled ones without their per-invocation
-        rows (see :func:`head_of`), read a batch at a time."""
+    def heads(self) -> Iterator[Head]:
+        """Each result in order: held ones whole, spilled ones as their :class:`Head`, read a
+        batch at a time."""
         if self._spill is None:
             return iter(self._held)
         self._flush()
-        return map(_head, self._spill.scan(_HEAD, self._key, 0, self._count))
+        return map(_decode_head, self._spill.scan(_HEAD, self._key, 0, self._count))
 
-    def texts(self) -> Iterator[str]:
-        """Each result as ``model_dump_json(indent=2, exclude_none=True)`` gives it; spilled
-        ones from their stored JSON, without making models."""
+    def texts(self) -> Iterator[bytes]:
+        """Each result's JSON as ``model_dump_json(indent=2, exclude_none=True)`` gives it,
+        UTF-8: indented from the compact JSON made as it arrived, without making models."""
         if self._spill is None:
-            return (case.model_dump_json(indent=2, exclude_none=True) for case in self._held)
+            return map(_indent, self._held_texts)
         self._flush()
-        return map(_indented, self._spill.scan(_KIND, self._key, 0, self._count))
+        return map(_spilled_text, self._spill.scan(_KIND, self._key, 0, self._count))
 
     def __len__(self) -> int:
         return self._count
