@@ -6,12 +6,14 @@ from __future__ import annotations
 import copy
 import json
 import tracemalloc
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _support import Example
 
+from assay._internal.spill import shared_spill
 from assay.errors import Problem, TracesError
 from assay.evalset import Invocation
 from assay.history.compact import Inputs, _actual
@@ -364,3 +366,69 @@ def test_a_streamed_load_of_20000_cases_peaks_far_below_the_eager_one(
     assert peaks[True] < peaks[False] / 5, peaks
     assert len(loaded[True].spilled[1]) == len(loaded[False].by_case) == CASES
     assert loaded[True].get("s", f"c{CASES - 1}") == loaded[False].get("s", f"c{CASES - 1}")
+
+
+def test_a_clean_mapping_is_stored_as_its_text_without_building_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    run = '[{"invocation_id": "i", "user_content": {"parts": [{"text": "hi"}]}, "creation_timestamp": 1.50}]'
+    path = write(tmp_path / "t.json", '{"c": ' + run + ', "c#run2": ' + run + "}")
+
+    def no_events(handle: Any) -> Any:
+        raise AssertionError("built by ijson")
+
+    monkeypatch.setattr(trace_stream, "kvitems", no_events)
+    traces = load([path], monkeypatch, stream=True)
+
+    prefix = traces.spilled[1][(None, "c")]
+    body = shared_spill().get(trace_stream.KIND, trace_stream.spill_key(prefix, (None, "c")), 1)
+    assert body == run.encode()
+    assert [r for r, _ in traces.runs("s", "c")] == [1, 2]
+
+
+@pytest.mark.parametrize("number", ["123456789012345678901234567890", "1e400"])
+def test_a_number_ijson_refuses_in_a_huge_traces_file_is_still_a_syntax_error(
+    number: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    text = '{"c": [{"user_content": {"parts": [{"function_call": {"args": {"n": %s}}}]}}]}'
+    path = write(tmp_path / "huge.json", text % number)
+    monkeypatch.setattr(traces_module, "EXACT_LIMIT", 0)
+
+    problems = outcome([path], monkeypatch, stream=True)
+
+    assert isinstance(problems, list) and len(problems) == 1
+    assert problems[0].message.startswith("malformed JSON: ")
+    assert "overflow at line 1 column" in problems[0].message
+
+
+def test_a_run_index_answers_as_a_dict_in_order_before_and_after_a_second_set_id() -> None:
+    index = trace_stream.RunIndex()
+    plain: dict[Any, str] = {}
+    steps: list[tuple[Any, str]] = [((None, "a"), "p"), ((None, "b"), "q"), ((None, "a"), "r")]
+    steps += [(("s", "a"), "p"), ((None, "c"), "p")]
+    for key, prefix in steps:
+        index[key] = prefix
+        plain[key] = prefix
+        assert list(index.items()) == list(plain.items()) and len(index) == len(plain)
+        for probe in [(None, "a"), ("s", "a"), ("s", "b"), (None, "z")]:
+            assert (probe in index, index.get(probe)) == (probe in plain, plain.get(probe))
+    del index[(None, "b")]
+    assert list(index) == [(None, "a"), ("s", "a"), (None, "c")]
+    with pytest.raises(KeyError):
+        del index[(None, "b")]
+
+
+def test_a_run_index_of_one_set_id_holds_no_tuple_per_case() -> None:
+    ids = [f"case_{n:05d}" for n in range(10_000)]
+
+    def held(index: MutableMapping[Any, str]) -> int:
+        tracemalloc.start()
+        for eval_id in ids:
+            index[(None, eval_id)] = "p"
+        size = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        return size
+
+    compact, plain = held(trace_stream.RunIndex()), held({})
+
+    assert compact < plain - 10_000 * 30  # a tuple a case is 40 bytes or more

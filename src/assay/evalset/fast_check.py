@@ -133,6 +133,19 @@ def _one_shape(steps: _Steps | None) -> bool:
     return all(value is _UNSET for value in static)
 
 
+_DECODER = msgspec.json.Decoder(_INVOCATIONS, strict=True)
+
+
+def surely_invocations_json(body: bytes) -> bool:
+    """:func:`surely_invocations` of the JSON text ``body``, decoded straight into the structs
+    (no dicts built first); False for text msgspec refuses too."""
+    try:
+        checked = _DECODER.decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return False
+    return all(_one_shape(invocation.intermediate_data) for invocation in checked)
+
+
 def surely_invocations(data: Any) -> bool:
     """Whether ``data`` (parsed JSON) is a list of invocations the models surely accept; False
     says only that pydantic must be asked."""

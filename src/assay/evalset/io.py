@@ -41,12 +41,17 @@ from assay._internal.files import dump_yaml, load_data, parse_json, read_text, t
 from assay._internal.json_stream import (
     EXACT_LIMIT,
     JsonError,
+    Member,
     NotStreamable,
+    SpanFallback,
+    Spans,
+    built,
     items,
     open_json,
     scan,
     should_stream,
     syntax_problem,
+    yajl_unsure,
 )
 from assay._internal.spill import Spill, SpilledSequence, shared_spill
 from assay.errors import (
@@ -399,6 +404,10 @@ def _load_jsonl_streamed(path: Path) -> LoadedEvalSet:
                 if not line.strip():
                     continue
                 first_line = first_line or number
+                case = _case_of_text(line)
+                if case is not None:
+                    cases.add(case, line.strip().encode("utf-8"))
+                    continue
                 where = f"line {number}"
                 try:
                     data = _parse_line(line, file, where)
@@ -428,6 +437,16 @@ def _load_jsonl_streamed(path: Path) -> LoadedEvalSet:
     return LoadedEvalSet(eval_set, path, "jsonl", tuple(cases.duplicates), streamed=True)
 
 
+def _case_of_text(text: str | bytes) -> EvalCase | None:
+    """The case the JSON ``text`` holds, checked by pydantic in one step (parsed as
+    :func:`~assay._internal.files.parse_json` parses it), or None for the two-step reading to
+    judge (and word the problems of) what it refuses."""
+    try:
+        return _EVAL_CASE.validate_json(text)
+    except ValidationError:
+        return None
+
+
 def _load_object_streamed(path: Path) -> LoadedEvalSet:
     """An EvalSet object in two passes: the first checks the whole file's syntax and takes the
     keys other than ``eval_cases``; the second checks each case in turn (with the same JSON
@@ -437,6 +456,86 @@ def _load_object_streamed(path: Path) -> LoadedEvalSet:
     cases', then the rest. A top level that is not an object, or ``eval_cases`` given twice
     (also as ``evalCases``), raises :class:`NotStreamable`.
     """
+    try:
+        return _object_by_spans(path)
+    except SpanFallback:
+        return _object_by_events(path)
+
+
+def _object_by_spans(path: Path) -> LoadedEvalSet:
+    """:func:`_object_by_events` in one pass (:class:`~assay._internal.json_stream.Spans`): each
+    case's text checked by pydantic as it is and stored as it is; a case pydantic refuses, or
+    whose digits yajl may refuse, is built by ijson and judged as the event reader judges it.
+    What that reader would say otherwise (malformed JSON, ``eval_cases`` given twice, a top
+    level that is no object) raises :class:`SpanFallback` for it to say."""
+    file = str(path)
+    members: list[Member] = []
+    case_problems: list[Problem] = []
+    cases = _SpilledCases(file)
+    try:
+        with open_json(path) as handle:
+            spans = Spans(handle)
+            for key in spans.members():
+                kind = spans.kind()
+                if key in _CASES_KEYS and any(m.key in _CASES_KEYS for m in members):
+                    raise SpanFallback("eval_cases given twice")
+                if key not in _CASES_KEYS or kind != "start_array":
+                    members.append(Member(key, kind, built(spans.value())))
+                    continue
+                members.append(Member(key, kind))
+                for index, body in enumerate(spans.items()):
+                    _case_of_span(body, (key, index), cases, case_problems)
+            spans.end()
+        return _object_loaded(path, members, cases, case_problems)
+    except BaseException:
+        cases.fail()
+        raise
+
+
+def _case_of_span(
+    body: bytes, where: tuple[str, int], cases: _SpilledCases, problems: list[Problem]
+) -> None:
+    """Check one case's text and store it (its problems into ``problems``)."""
+    case = None if yajl_unsure(body) else _case_of_text(body)
+    if case is not None:
+        cases.add(case, body)
+        return
+    item = built(body)
+    try:
+        case = _validate(_EVAL_CASE, item, cases.file, EvalCase, where)
+    except EvalSetError as exc:
+        problems.extend(exc.problems)
+        return
+    cases.add(case, pydantic_core.to_json(item))
+
+
+def _object_loaded(
+    path: Path, members: list[Member], cases: _SpilledCases, case_problems: list[Problem]
+) -> LoadedEvalSet:
+    """The set from its top-level members (``eval_cases`` among them with no value when its
+    cases were streamed), in the event reader's order of problems."""
+    file = str(path)
+    listed = [m for m in members if m.key in _CASES_KEYS]
+    data = {m.key: m.value for m in members}
+    if not listed or listed[0].kind != "start_array":  # nothing was streamed: a problem for sure
+        return LoadedEvalSet(_validate(_EVAL_SET, data, file, EvalSet), path, "evalset")
+    data[listed[0].key] = []
+    meta: EvalSet | None = None
+    header_problems: list[Problem] = []
+    try:
+        meta = _validate(_EVAL_SET, data, file, EvalSet)
+    except EvalSetError as exc:
+        header_problems = exc.problems
+    problems = [p for p in header_problems if _before_cases(p)] + case_problems
+    problems += [p for p in header_problems if not _before_cases(p)]
+    if problems or meta is None:
+        raise EvalSetError(problems)
+    eval_set = _streamed(meta, cases)
+    return LoadedEvalSet(eval_set, path, "evalset", tuple(cases.duplicates), streamed=True)
+
+
+def _object_by_events(path: Path) -> LoadedEvalSet:
+    """The object read from ijson's events, each case built as Python objects."""
     file = str(path)
     top = scan(path, note=lambda key: True, keep=_keep_header, elements=False)
     if top.kind != "start_map":

@@ -20,6 +20,7 @@ both cases...) raise :class:`~assay._internal.json_stream.NotStreamable`.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,15 +37,19 @@ from assay._internal.json_stream import (
     Member,
     NotStreamable,
     Source,
+    SpanFallback,
+    Spans,
+    built,
     events,
     items,
     kvitems,
     open_json,
     scan,
+    yajl_unsure,
 )
 from assay._internal.spill import Spill, key_under, shared_spill
 from assay.errors import Problem, TracesError, format_path, problems_from_validation, short_value
-from assay.evalset.fast_check import surely_invocations
+from assay.evalset.fast_check import surely_invocations, surely_invocations_json
 from assay.evalset.invocation import Invocation
 from assay.results.keys import TraceKey
 
@@ -163,12 +168,73 @@ def spill_key(prefix: str, key: TraceKey) -> str:
     )
 
 
+class RunIndex(MutableMapping[TraceKey, str]):
+    """The cases of one run that are in the spill file, each with the prefix of the load that
+    stored it (:func:`spill_key`), in the order they were added.
+
+    A file names one eval set id (None in the mapping shape) for all its cases, as a rule: while
+    that holds, the cases are kept as ``{eval_id: prefix}``, without a tuple per case (200,000
+    cases held 27.6 MB instead of 33.9); a second set id turns the index into the
+    plain ``{(set_id, eval_id): prefix}``, in the same order."""
+
+    def __init__(self) -> None:
+        self._set_id: str | None = None
+        self._ids: dict[str, str] = {}
+        self._keys: dict[TraceKey, str] | None = None
+
+    def _plain(self) -> dict[TraceKey, str]:
+        if self._keys is None:
+            self._keys = {(self._set_id, eval_id): p for eval_id, p in self._ids.items()}
+            self._ids = {}
+        return self._keys
+
+    def get(self, key: TraceKey, default: str | None = None) -> str | None:  # type: ignore[override]
+        if self._keys is not None:
+            return self._keys.get(key, default)
+        return self._ids.get(key[1], default) if key[0] == self._set_id else default
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, tuple) and len(key) == 2 and self.get(key) is not None
+
+    def __getitem__(self, key: TraceKey) -> str:
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __setitem__(self, key: TraceKey, prefix: str) -> None:
+        if self._keys is None and not self._ids:
+            self._set_id = key[0]
+        if self._keys is None and key[0] == self._set_id:
+            self._ids[key[1]] = prefix
+        else:
+            self._plain()[key] = prefix
+
+    def __delitem__(self, key: TraceKey) -> None:
+        if key not in self:
+            raise KeyError(key)
+        if self._keys is not None:
+            del self._keys[key]
+        else:
+            del self._ids[key[1]]
+
+    def __iter__(self) -> Iterator[TraceKey]:
+        if self._keys is not None:
+            return iter(self._keys)
+        return ((self._set_id, eval_id) for eval_id in self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids) if self._keys is None else len(self._keys)
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} spilled cases>"
+
+
 @dataclass
 class Spilled:
-    """What a streamed traces file gave: the runs stored in the spill file, by run then case,
-    each with the prefix of the load that stored it (:func:`spill_key`)."""
+    """What a streamed traces file gave: the runs stored in the spill file, by run then case."""
 
-    runs: dict[int, dict[TraceKey, str]] = field(default_factory=dict)
+    runs: dict[int, RunIndex] = field(default_factory=dict)
 
     def has(self, key: TraceKey, run: int) -> bool:
         return key in self.runs.get(run, {})
@@ -187,12 +253,23 @@ class _Writer:
 
     def add(self, key: TraceKey, run: int, raw: Any) -> None:
         """Note the run (to tell a key given twice even after a problem) and store it."""
-        self.found.runs.setdefault(run, {})[key] = self.prefix
-        if self._failed:
+        self.add_json(key, run, None if self._failed else pydantic_core.to_json(raw))
+
+    def add_json(self, key: TraceKey, run: int, body: bytes | None) -> None:
+        """:meth:`add` for a run given as its JSON text (None after a problem)."""
+        self.found.runs.setdefault(run, RunIndex())[key] = self.prefix
+        if self._failed or body is None:
             return
-        self._batch.append((spill_key(self.prefix, key), run, pydantic_core.to_json(raw)))
+        self._batch.append((spill_key(self.prefix, key), run, body))
         if len(self._batch) >= _BATCH:
             self.flush()
+
+    def restart(self) -> None:
+        """Forget every run, stored or noted, to read the file again from its start."""
+        self._batch.clear()
+        self.spill.drop_prefix(KIND, self.prefix)
+        self.found = Spilled()
+        self._failed = False
 
     def flush(self) -> None:
         if self._batch:
@@ -306,7 +383,50 @@ def _unexpected(file: str, got: str) -> Problem:
 
 
 def _mapping(source: Source, file: str, writer: _Writer) -> None:
-    """The ``{eval_id: [Invocation, ...]}`` shape, a member at a time."""
+    """The ``{eval_id: [Invocation, ...]}`` shape, a member at a time: each run's text as the file
+    has it (:func:`_mapping_spans`), or, where that reader is unsure, as ijson builds it."""
+    try:
+        _mapping_spans(source, file, writer)
+    except SpanFallback:
+        writer.restart()
+        _mapping_events(source, file, writer)
+
+
+def _mapping_spans(source: Source, file: str, writer: _Writer) -> None:
+    """:func:`_mapping_events`' reading, with each run's text stored as it is and checked by a
+    typed decoder; a run that check refuses is built by ijson and judged as that reader judges
+    it. What is not a clean read or a list of problems (malformed JSON, a run given twice, an
+    ADK result) raises :class:`SpanFallback` for that reader to say."""
+    problems: list[Problem] = []
+    with open_json(source) as handle:
+        spans = Spans(handle)
+        for eval_id in spans.members():
+            case_id, run = mapping_key(eval_id)
+            if eval_id in _CASES_KEYS or writer.found.has((None, case_id), run):
+                raise SpanFallback("an ADK result, or a run given twice")
+            body = spans.value()
+            if body[:1] == b"[" and not yajl_unsure(body) and surely_invocations_json(body):
+                writer.add_json((None, case_id), run, body)
+                continue
+            data = built(body)
+            if not isinstance(data, list):
+                got = f"expected a list of invocations; got {type_name(data)}"
+                problems.append(Problem(file, format_path([eval_id]), got))
+            else:
+                try:
+                    check_invocations(data, file, [eval_id])
+                except TracesError as exc:
+                    problems.extend(exc.problems)
+            if problems:
+                writer.fail()
+            writer.add((None, case_id), run, data)
+        spans.end()
+    if problems:
+        raise TracesError(problems)
+
+
+def _mapping_events(source: Source, file: str, writer: _Writer) -> None:
+    """The mapping read from ijson's events, each run built as Python objects."""
     problems: list[Problem] = []
     with open_json(source) as handle:
         for eval_id, data in kvitems(handle):

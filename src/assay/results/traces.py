@@ -51,6 +51,7 @@ from assay.results.keys import TraceKey
 from assay.results.trace_stream import (
     KIND,
     RUN_KEY,
+    RunIndex,
     case_actuals,
     field_key,
     load_streamed,
@@ -82,7 +83,7 @@ class Traces:
     later_runs: dict[TraceKey, dict[int, list[Invocation]]] = field(default_factory=dict)
     streamed: bool = False
     """Whether some runs are in the spill file (a file was streamed)."""
-    spilled: dict[int, dict[TraceKey, str]] = field(default_factory=dict, repr=False)
+    spilled: dict[int, RunIndex] = field(default_factory=dict, repr=False)
     """The runs in the spill file, by run number then case: the prefix of the load that stored
     each (:func:`~assay.results.trace_stream.spill_key`). By run first, as most files have one
     run a case: one entry a case."""
@@ -123,7 +124,8 @@ class Traces:
         found = self.by_case.get(key) if run == 1 else self.later_runs.get(key, {}).get(run)
         if found is not None:
             return found
-        prefix = self.spilled.get(run, {}).get(key)
+        cases = self.spilled.get(run)
+        prefix = None if cases is None else cases.get(key)
         if prefix is None:
             return None
         body = shared_spill().get(KIND, spill_key(prefix, key), run)
@@ -179,7 +181,7 @@ class Traces:
             for run, invocations in runs.items():
                 self.add(key, invocations, run)
         for run, cases in other.spilled.items():
-            mine = self.spilled.setdefault(run, {})
+            mine = self.spilled.setdefault(run, RunIndex())
             for key, prefix in cases.items():
                 self._forget(key, run)
                 mine[key] = prefix
@@ -330,7 +332,7 @@ def _load_spans(path: Path, reading: SpanReading) -> Traces:
             traces.content_notes[key] = _content_note(session)
         invocations = [i.model_dump(mode="json", exclude_none=True) for i in session.invocations]
         batch.append((spill_key(prefix, key), 1, pydantic_core.to_json(invocations)))
-        traces.spilled.setdefault(1, {})[key] = prefix
+        traces.spilled.setdefault(1, RunIndex())[key] = prefix
         if len(batch) >= 512:
             spill.put_many(KIND, batch)
             batch = []
