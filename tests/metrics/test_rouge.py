@@ -166,6 +166,38 @@ def test_memoised_tokens_give_the_same_scores_after_clearing() -> None:
     assert first[0] == 2 / 3
 
 
+_TRICKY = (
+    "ΟΔΟΣ ΟΔΟΣΑ Σ",  # final sigma
+    "naïve café, CAFÉ! cafe\u0301 e \u0301x",  # composed by NFKC; a mark after a space
+    "Ｆｕｌｌ\u3000width\u00a0spaces\x1cand\x85controls\u2028lines",  # what str.split splits on
+    "a\u00a8b x\u00a8",  # NFKC makes the diaeresis a space and a mark: a new piece
+    "ﬁle ﬂows İstanbul ǅemal",  # ligatures; lower case longer than upper
+    "今天天气很好 天气 สวัสดีครับ ภาษาไทย",
+    "don't stop-running 3.14 x2 ½ ² ⑴ the_end",
+)
+
+
+def test_tokens_memoised_piece_by_piece_are_adks_whatever_was_seen_before() -> None:
+    """Each piece between spaces is tokenized once and remembered: a text's tokens are ADK's
+    with every cache empty, and again once its pieces were first met in other texts."""
+    from google.adk.evaluation.final_response_match_v1 import _UnicodeAwareTokenizer
+
+    adk = _UnicodeAwareTokenizer(use_stemmer=True)
+    expected = [adk.tokenize(text) for text in _TRICKY]
+    cold = []
+    for text in _TRICKY:
+        clear_caches()
+        cold.append(list(tokenize(text)))
+    clear_caches()
+    for text in (" ".join(_TRICKY), "\n".join(reversed(_TRICKY)), "".join(_TRICKY)):
+        assert list(tokenize(text)) == adk.tokenize(text)
+    tokenize.cache_clear()  # the pieces and words stay known
+    warm = [list(tokenize(text)) for text in _TRICKY]
+
+    assert cold == expected
+    assert warm == expected
+
+
 _FRESH = textwrap.dedent(
     """
     import json, sys

@@ -582,3 +582,83 @@ def test_a_custom_function_under_a_judged_name_is_not_a_judged_metric() -> None:
     result = score(case, actual_of(case), [configured("deterministic", FixedMetric), custom])
 
     assert result.final_eval_status is P
+
+
+def test_a_metric_cancelled_before_its_task_first_ran_is_cancelled_where_it_waits() -> None:
+    """A metric is run inline until it first waits, then carried on by a task: cancelling that
+    task before it ever ran still throws into the metric where it waits (its cleanup runs), and
+    cancels what it waited on, as for a task that had run it from the start."""
+    from assay.runner.scoring import begun
+
+    seen: list[str] = []
+
+    async def run() -> asyncio.Future[None]:
+        waited: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        async def metric() -> None:
+            try:
+                await waited
+            except asyncio.CancelledError:
+                seen.append("cancelled")
+                raise
+
+        task = begun(metric())
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return waited
+
+    waited = asyncio.run(run())
+
+    assert seen == ["cancelled"]
+    assert waited.cancelled()
+
+
+def _token_usage(**counts: float | None) -> dict[str, float | None]:
+    from assay.metrics.efficiency import TOKEN_USAGE_FIELDS
+
+    return {field: counts.get(field) for field in TOKEN_USAGE_FIELDS}
+
+
+@pytest.mark.parametrize(
+    "details",
+    [
+        {"token_usage_details": _token_usage(total_tokens=12.0, input_tokens=5.0)},
+        {"duration_details": dict.fromkeys(("total_seconds", "model_seconds"), 1.5)},
+        {"token_usage_details": {"total_tokens": 3}},  # a custom metric's partial breakdown
+        {
+            "token_usage_details": _token_usage(total_tokens=1.0),
+            "duration_details": {
+                "total_seconds": 2.0,
+                "model_seconds": None,
+                "tool_seconds": None,
+                "framework_seconds": None,
+            },
+        },
+    ],
+    ids=["tokens", "partial-duration", "partial-tokens", "both"],
+)
+def test_a_rows_breakdowns_are_what_validating_them_gives(details: dict[str, Any]) -> None:
+    """The efficiency metrics' breakdowns (some 40,000 rows in 5,000 cases) are not validated
+    again: the details are the same, down to which fields count as set."""
+    from assay.results.model import EvalMetricResultDetails
+    from assay.runner.scoring import _details
+
+    made = _details(None, details)
+    validated = EvalMetricResultDetails.model_validate({"rubric_scores": None, **details})
+
+    assert made.model_dump_json() == validated.model_dump_json()
+    assert made.__dict__ == validated.__dict__
+    assert list(made.__dict__) == list(validated.__dict__)
+    assert made.model_fields_set == validated.model_fields_set
+
+
+def test_breakdowns_that_validation_would_refuse_are_still_refused() -> None:
+    from pydantic import ValidationError
+
+    from assay.runner.scoring import _details
+
+    with pytest.raises(ValidationError):
+        _details(None, {"token_usage_details": {1: 2.0}})
+    with pytest.raises(ValidationError):
+        _details(None, {"token_usage_details": _token_usage(), "votes": [1]})

@@ -78,6 +78,27 @@ _set = object.__setattr__
 _ROW_FIELDS = frozenset(EvalMetricResult.model_fields)
 
 
+def trusted_breakdowns(breakdowns: dict[str, dict[str, Any]]) -> EvalMetricResultDetails:
+    """The :class:`EvalMetricResultDetails` that validating ``{"rubric_scores": None,
+    **breakdowns}`` gives, built without validation: ``breakdowns`` holds only
+    ``token_usage_details`` and ``duration_details``, each a dict with string keys (which the
+    details share instead of copying). Some 40,000 rows of a 5,000-case run have them."""
+    details = _new(EvalMetricResultDetails)
+    _set(
+        details,
+        "__dict__",
+        {
+            "rubric_scores": None,
+            "token_usage_details": breakdowns.get("token_usage_details"),
+            "duration_details": breakdowns.get("duration_details"),
+        },
+    )
+    _set(details, "__pydantic_fields_set__", {"rubric_scores", *breakdowns})
+    _set(details, "__pydantic_extra__", None)
+    _set(details, "__pydantic_private__", None)
+    return details
+
+
 class EvalMetricResultPerInvocation(AssayModel):
     """Every metric's result on one actual invocation, beside the expected one."""
 

@@ -10,18 +10,21 @@ NOT_EVALUATED, not PASSED on its deterministic metrics alone.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
+import operator
 import time
 from collections.abc import Coroutine, Generator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from assay.config import BaseCriterion, ToolTrajectoryCriterion
 from assay.evalset.case import EvalCase
 from assay.evalset.invocation import Invocation
 from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus, Metric, MetricResult, not_evaluated
+from assay.metrics.efficiency import DURATION_FIELDS, TOKEN_USAGE_FIELDS
 from assay.metrics.registry import CaseKind
 from assay.results.captured import CapturedRows, Captures, RowValues
 from assay.results.model import (
@@ -30,8 +33,11 @@ from assay.results.model import (
     EvalMetricResult,
     EvalMetricResultDetails,
     EvalMetricResultPerInvocation,
+    trusted_breakdowns,
     trusted_row,
 )
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -169,33 +175,81 @@ def _metric_row(
     details: dict[str, object] | None = None,
 ) -> EvalMetricResult:
     name, threshold, criterion, function = configured.head
-    if rubric_scores is None and not details:
-        shown = _NO_DETAILS
-    else:
-        shown = EvalMetricResultDetails.model_validate(
-            {"rubric_scores": rubric_scores, **(details or {})}
-        )
+    shown = _details(rubric_scores, details)
+    return trusted_row(name, threshold, criterion, function, score, status, shown)
+
+
+def _metric_rows(
+    configured: ConfiguredMetric, values: Sequence[RowValues]
+) -> list[EvalMetricResult]:
+    """The rows of one metric's ``values`` (:func:`_row_values`): what :func:`_metric_row`
+    makes of each, with the metric's head read once."""
+    name, threshold, criterion, function = configured.head
     # Built without validation: every value is assay's own and of the field's type already, and
     # the criterion's JSON is shared by all of the metric's rows instead of copied into each (a
-    # run of 5,000 cases makes some 150,000 rows).
-    return trusted_row(name, threshold, criterion, function, score, status, shown)
+    # run of 5,000 cases makes some 120,000 rows).
+    return [
+        trusted_row(
+            name,
+            threshold,
+            criterion,
+            function,
+            score,
+            status,
+            _NO_DETAILS
+            if rubric_scores is None and not details
+            else _details(rubric_scores, details),
+        )
+        for score, status, rubric_scores, details in values
+    ]
+
+
+def _details(rubric_scores: object, details: dict[str, object] | None) -> EvalMetricResultDetails:
+    """A row's details: the shared empty ones, the efficiency metrics' breakdowns as they are
+    (:func:`_breakdowns_only`), else validated."""
+    if rubric_scores is None and not details:
+        return _NO_DETAILS
+    if rubric_scores is None and details is not None and _breakdowns_only(details):
+        return trusted_breakdowns(details)  # type: ignore[arg-type]  # checked just now
+    return EvalMetricResultDetails.model_validate(
+        {"rubric_scores": rubric_scores, **(details or {})}
+    )
+
+
+_BREAKDOWNS: dict[str, frozenset[str]] = {
+    "token_usage_details": frozenset(TOKEN_USAGE_FIELDS),
+    "duration_details": frozenset(DURATION_FIELDS),
+}
+
+
+def _breakdowns_only(details: dict[str, object]) -> bool:
+    """Whether ``details`` are nothing but token usage and duration breakdowns, each a dict with
+    exactly ADK's keys (as the efficiency metrics make them): details validation would copy
+    unchanged. Anything else (a custom metric's partial breakdown, say) is validated."""
+    for key, value in details.items():
+        fields = _BREAKDOWNS.get(key)
+        if fields is None or type(value) is not dict or value.keys() != fields:
+            return False
+    return True
 
 
 _NO_DETAILS = EvalMetricResultDetails()
 """The details of every row that has none: one object shared by all of them (rows are never
 changed once made)."""
 
+_ROW_VALUES = operator.attrgetter("score", "status", "rubric_scores", "details")
+"""What a row is made of, read from a metric result or one of its per-invocation results."""
+
 
 def _row_values(result: MetricResult, invocations: int) -> list[RowValues]:
     """What the case's row of ``result``, then each invocation's, is made of; an invocation the
     metric gave no verdict on is NOT_EVALUATED."""
-    values: list[RowValues] = [(result.score, result.status, result.rubric_scores, result.details)]
-    entries = result.per_invocation if result.status is not EvalStatus.NOT_EVALUATED else []
-    values.extend(
-        (entry.score, entry.status, entry.rubric_scores, entry.details) for entry in entries
-    )
-    values.extend(_NOT_EVALUATED for _ in range(invocations - len(entries)))
-    return values[: invocations + 1]
+    values: list[RowValues] = [_ROW_VALUES(result)]
+    if result.status is not EvalStatus.NOT_EVALUATED:
+        values += map(_ROW_VALUES, result.per_invocation[:invocations])
+    if len(values) <= invocations:
+        values += [_NOT_EVALUATED] * (invocations + 1 - len(values))
+    return values
 
 
 _NOT_EVALUATED: RowValues = (None, EvalStatus.NOT_EVALUATED, None, None)
@@ -269,50 +323,78 @@ async def score_case(
     return result
 
 
-def _started(
-    coroutine: Coroutine[Any, Any, MetricResult],
-) -> MetricResult | asyncio.Future[MetricResult]:
-    """``coroutine`` run until it first waits: its result if it never does (a metric without a
-    judge, scored inline with no task nor loop turn), else a task that carries it on from
-    there (a judged metric, which then runs alongside the case's others)."""
+def begun(coroutine: Coroutine[Any, Any, _T]) -> asyncio.Future[_T]:
+    """``coroutine`` run until it first waits, in a copy of the current context as a task's
+    first step would be: a future already done with its outcome if it never waits (a metric
+    without a judge, a case whose metrics have none: no task nor loop turn), else a task that
+    carries it on from there in that same context (so a context variable it set is still its
+    own, and can be reset)."""
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
     try:
-        waits_on = coroutine.send(None)
+        waits_on = context.run(coroutine.send, None)
     except StopIteration as done:
-        result: MetricResult = done.value
-        return result
-    return asyncio.ensure_future(_carried_on(_Resumed(coroutine, waits_on)))
+        finished: asyncio.Future[_T] = loop.create_future()
+        finished.set_result(done.value)
+        return finished
+    except asyncio.CancelledError:
+        finished = loop.create_future()
+        finished.cancel()
+        return finished
+    except Exception as exc:  # raised where it is awaited, as a task's would be
+        finished = loop.create_future()
+        finished.set_exception(exc)
+        return finished
+    return loop.create_task(_Resumed(coroutine, waits_on), context=context)
 
 
-async def _carried_on(resumed: _Resumed) -> MetricResult:
-    return await resumed
+class _Resumed(Coroutine[Any, Any, _T]):
+    """A coroutine already run to its first wait, for a task to carry on from there: the task's
+    first step is handed what the coroutine waits on; after that everything the task sends or
+    throws goes to the coroutine itself. A task cancelled before its first step throws into
+    the coroutine where it waits, as it would have had the task run it from the start (and the
+    future it waits on is cancelled, as a task's is)."""
 
-
-class _Resumed:
-    """A coroutine already started, awaited from where it stopped: what ``await`` does for a
-    coroutine (each value it yields handed to the task, what the task sends or throws handed
-    back), from its first wait on."""
-
-    def __init__(self, coroutine: Coroutine[Any, Any, MetricResult], waits_on: Any) -> None:
+    def __init__(self, coroutine: Coroutine[Any, Any, _T], waits_on: Any) -> None:
         self._coroutine = coroutine
-        self._waits_on = waits_on
+        self._waits_on: Any = waits_on
+        self._first = True
 
-    def __await__(self) -> Generator[Any, Any, MetricResult]:
-        coroutine, waits_on = self._coroutine, self._waits_on
+    def send(self, value: Any) -> Any:
+        if self._first:
+            self._first = False
+            return self._waits_on
+        return self._coroutine.send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        if self._first:
+            self._first = False
+            if isinstance(self._waits_on, asyncio.Future):
+                self._waits_on.cancel()
+        if val is None and tb is None:
+            return self._coroutine.throw(typ)
+        return self._coroutine.throw(typ, val, tb)  # pragma: no cover - the old form
+
+    def close(self) -> None:
+        self._coroutine.close()
+
+    def __await__(self) -> Generator[Any, Any, _T]:
+        step = functools.partial(self.send, None)
         while True:
-            try:
-                sent = yield waits_on
-            except GeneratorExit:
-                coroutine.close()
-                raise
-            except BaseException as exc:  # handed to the coroutine, as await does
-                step = functools.partial(coroutine.throw, exc)
-            else:
-                step = functools.partial(coroutine.send, sent)
             try:
                 waits_on = step()
             except StopIteration as done:
-                result: MetricResult = done.value
+                result: _T = done.value
                 return result
+            try:
+                sent = yield waits_on
+            except GeneratorExit:
+                self.close()
+                raise
+            except BaseException as exc:  # handed to the coroutine, as await does
+                step = functools.partial(self.throw, exc)
+            else:
+                step = functools.partial(self.send, sent)
 
 
 def _missing_rows(
@@ -365,16 +447,16 @@ async def _scored_rows(
     order it answers fastest (the embedded one: calls that share a prompt's start back to
     back); the rows are made in the configured order as each result arrives. A metric that
     never waits (every metric without a judge) is scored inline when started, without a task
-    (:func:`_started`)."""
+    (:func:`begun`)."""
     expected = case.conversation
     overall: list[EvalMetricResult] = []
     skips = [configured.not_applicable(case) for configured in metrics]
     withheld = [_withheld(configured, content_missing) for configured in metrics]
-    started: list[MetricResult | asyncio.Future[MetricResult]] = []
+    started: list[asyncio.Future[MetricResult]] = []
     try:
         for configured, skip, held in zip(metrics, skips, withheld, strict=True):
             if skip is None and held is None:
-                started.append(_started(_run_metric(configured, actual, expected, case)))
+                started.append(begun(_run_metric(configured, actual, expected, case)))
         pending = iter(started)
         for configured, skip, held in zip(metrics, skips, withheld, strict=True):
             if skip is not None:
@@ -387,14 +469,13 @@ async def _scored_rows(
                     configured.name, configured.criterion, actual, held, expected
                 )
             else:
-                one = next(pending)
-                result = await one if isinstance(one, asyncio.Future) else one
+                result = await next(pending)
             if result.reason and result.status is EvalStatus.NOT_EVALUATED:
                 notes.metric_reasons[configured.name] = result.reason
             if result.notes is not None:
                 notes.metrics[configured.name] = result.notes
             values = _row_values(result, len(rows))
-            made = [_metric_row(configured, *value) for value in values]
+            made = _metric_rows(configured, values)
             overall.append(made[0])
             for row, metric_row in zip(rows, made[1:], strict=True):
                 row.eval_metric_results.append(metric_row)
@@ -402,6 +483,5 @@ async def _scored_rows(
                 captured.made(configured, values, made)
     finally:
         for task in started:
-            if isinstance(task, asyncio.Future):
-                task.cancel()  # only those still running: a cancelled case stops its metrics
+            task.cancel()  # only those still running: a cancelled case stops its metrics
     return overall
