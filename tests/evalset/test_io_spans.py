@@ -11,7 +11,7 @@ import pytest
 from assay._internal.spill import shared_spill
 from assay.errors import EvalSetError
 from assay.evalset import io as evalset_io
-from assay.evalset import load_eval_set
+from assay.evalset import load_eval_set, streamed_io
 from assay.evalset.io import StreamedEvalSet
 
 CASE = '{"eval_id": "%s", "conversation": [{"user_content": {"parts": [{"text": "%s"}]}}]}'
@@ -28,8 +28,8 @@ def test_a_clean_set_is_read_in_one_pass_and_stored_as_its_text(
     def no_events(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("read with ijson's events")
 
-    monkeypatch.setattr(evalset_io, "scan", no_events)
-    monkeypatch.setattr(evalset_io, "items", no_events)
+    monkeypatch.setattr(streamed_io, "scan", no_events)
+    monkeypatch.setattr(streamed_io, "items", no_events)
     loaded = load_eval_set(path)
 
     assert loaded.streamed and isinstance(loaded.eval_set, StreamedEvalSet)
@@ -68,13 +68,13 @@ def test_a_clean_jsonl_case_line_is_checked_in_one_step(
     path.write_text('{"eval_set_id": "s"}\n' + CASE % ("a", "hi") + "\n\n" + CASE % ("b", "yo"))
     monkeypatch.setenv("ASSAY_STREAM_MB", "0")
     parsed: list[str] = []
-    two_steps = evalset_io._parse_line
+    two_steps = streamed_io.parse_line
 
     def noted(line: str, *rest: str) -> Any:
         parsed.append(line)
         return two_steps(line, *rest)
 
-    monkeypatch.setattr(evalset_io, "_parse_line", noted)
+    monkeypatch.setattr(streamed_io, "parse_line", noted)
 
     loaded = load_eval_set(path)
 
