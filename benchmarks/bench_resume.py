@@ -34,6 +34,10 @@ Measured (2 shared cores, load 1-6; Python 3.11; seed 0; one pair each; with ``-
     50,000     111.4 / 420          87.9 / 168              0.79 (CPU 0.76)
     (an earlier pair, before collected.py kept indented texts: 0.90 and 1.01)
 
+    after issue 33's second pass (both runs faster; idle machine)
+    5,000        7.46 / 166           6.15 / 155              0.82
+    50,000      78.0 / 243           62.6 / 160              0.80
+
 The goal (under 0.1) is not reached: decoding a stored case costs about what scoring it
 deterministically does, and what both runs pay alike dominates (see docs/design.md).
 """
