@@ -94,3 +94,21 @@ def test_streamed_traces_are_looked_up_by_key_without_parsing(
     assert loaded.streamed and not loaded.by_case
 
     assert coverage(loaded, [eval_set("a", "b")]).missing == ["b"]
+
+
+def test_coverage_asks_the_traces_for_each_case_without_listing_every_case_they_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A million-case traces file listed as a million tuples just to look up a thousand ids was
+    the peak of a large run's memory: coverage asks the traces case by case."""
+
+    def listed(_traces: Traces) -> dict[tuple[str | None, str], None]:
+        raise AssertionError("every recorded case listed")
+
+    monkeypatch.setattr(trace_coverage, "recorded_keys", listed)
+    recorded = traces((None, "a"), ("travel", "b"))
+    recorded.sessions[(None, "c")] = None  # a session that cannot be scored still names its case
+
+    found = coverage(recorded, [eval_set("a", "b", "c", "d")])
+
+    assert (found.checked, found.missing) == (4, ["d"])

@@ -199,6 +199,11 @@ class Traces:
         in_spill = any(key in cases for cases in self.spilled.values())
         return key in self.by_case or key in self.later_runs or in_spill
 
+    def names(self, key: TraceKey) -> bool:
+        """Whether these traces record a run of the case ``key`` names, or a session of it
+        (one that cannot be scored still names its case): asked without listing every case."""
+        return self._has(key) or key in self.sessions
+
     def _unspill(self, key: TraceKey, run: int) -> None:
         cases = self.spilled.get(run)
         if cases is not None and cases.pop(key, None) is not None and not cases:
