@@ -127,6 +127,20 @@ class Spill:
                 (kind, low, prefix + "\x20"),
             )
 
+    def repeated(self, kind: str, prefix: str) -> list[tuple[str, int]]:
+        """``(key, index)`` of every item whose key under ``prefix`` (:func:`key_under`) is
+        stored at more than one index, by key then index: what a set of the keys seen would
+        tell, without holding one in memory."""
+        low, high = key_under(prefix, ""), prefix + "\x20"
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT key, idx FROM items WHERE kind = ? AND key IN (SELECT key FROM items "
+                "WHERE kind = ? AND key >= ? AND key < ? GROUP BY key HAVING COUNT(*) > 1) "
+                "ORDER BY key, idx",
+                (kind, kind, low, high),
+            ).fetchall()
+        return [(str(key), int(idx)) for key, idx in rows]
+
     def close(self) -> None:
         with self._lock:
             self._db.close()

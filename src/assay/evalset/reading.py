@@ -121,13 +121,16 @@ def note_id(
     if eval_id not in first:
         first[eval_id] = index
         return
-    found.append(
-        Problem(
-            file,
-            format_path(["eval_cases", index, "eval_id"]),
-            f"duplicate eval_id '{eval_id}' (first at eval_cases[{first[eval_id]}]); "
-            "traces and results are keyed by eval_id",
-        )
+    found.append(duplicate_id(file, eval_id, index, first[eval_id]))
+
+
+def duplicate_id(file: str, eval_id: str, index: int, first: int) -> Problem:
+    """The warning for ``eval_cases[index]``, whose ``eval_id`` case ``first`` has already."""
+    return Problem(
+        file,
+        format_path(["eval_cases", index, "eval_id"]),
+        f"duplicate eval_id '{eval_id}' (first at eval_cases[{first}]); "
+        "traces and results are keyed by eval_id",
     )
 
 

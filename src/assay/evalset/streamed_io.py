@@ -25,7 +25,7 @@ from assay._internal.json_stream import (
     scan,
     yajl_unsure,
 )
-from assay._internal.spill import Spill, SpilledSequence, shared_spill
+from assay._internal.spill import Spill, SpilledSequence, key_under, shared_spill
 from assay.errors import EvalSetError, Problem
 from assay.evalset.case import EvalCase, EvalSet
 from assay.evalset.reading import (
@@ -34,9 +34,9 @@ from assay.evalset.reading import (
     LoadedEvalSet,
     StreamedEvalSet,
     at_line,
+    duplicate_id,
     jsonl_case,
     jsonl_meta,
-    note_id,
     parse_line,
     validate,
 )
@@ -45,40 +45,64 @@ _CASES_KEYS = frozenset({"eval_cases", "evalCases"})
 _BEFORE_CASES = frozenset({"eval_set_id", "evalSetId", "name", "description"})
 """EvalSet's fields before ``eval_cases``: pydantic reports their problems before the cases'."""
 _BATCH = 512
+_IDS = "case-id"
+"""The spill kind a streamed set's eval ids are stored under (key: the set's key and the id)."""
 
 
 class _SpilledCases:
-    """Cases as a streamed file gives them: each one's JSON into the spill file (in batches), its
-    ``eval_id`` kept for the duplicate warnings. After a problem nothing more is stored."""
+    """Cases as a streamed file gives them: each one's JSON into the spill file (in batches), and
+    its ``eval_id`` too, for the duplicate warnings (:attr:`duplicates`): a set of a million ids
+    held while the file is read was the peak of a million-case run. After a problem nothing
+    more is stored."""
 
     def __init__(self, file: str) -> None:
         self.file = file
         self.spill: Spill = shared_spill()
         self.key = self.spill.new_key(file)
         self.count = 0
-        self.duplicates: list[Problem] = []
         self.app_name: str | None = None
         """The first case's ``session_input.app_name`` that has one."""
-        self._first: dict[str, int] = {}
         self._batch: list[tuple[str, int, bytes]] = []
+        self._ids: list[tuple[str, int, bytes]] = []
+        self._duplicates: list[Problem] | None = None
         self._failed = False
 
     def add(self, case: EvalCase, body: bytes) -> None:
-        note_id(self._first, case.eval_id, self.count, self.file, self.duplicates)
         if self.app_name is None and case.session_input and case.session_input.app_name:
             self.app_name = case.session_input.app_name
         if not self._failed:
             self._batch.append((self.key, self.count, body))
+            self._ids.append((key_under(self.key, case.eval_id), self.count, b""))
             if len(self._batch) >= _BATCH:
                 self._flush()
         self.count += 1
+
+    @property
+    def duplicates(self) -> list[Problem]:
+        """A warning for each case whose ``eval_id`` an earlier case has, in file order, naming
+        where it was first seen (as :func:`~assay.evalset.reading.duplicate_id` words it)."""
+        if self._duplicates is None:
+            self._flush()
+            found: list[tuple[int, Problem]] = []
+            first: dict[str, int] = {}
+            for key, index in self.spill.repeated(_IDS, self.key):
+                eval_id = key[len(self.key) + 1 :]
+                if eval_id not in first:
+                    first[eval_id] = index
+                    continue
+                found.append((index, duplicate_id(self.file, eval_id, index, first[eval_id])))
+            self.spill.drop_prefix(_IDS, self.key)
+            self._duplicates = [problem for _, problem in sorted(found, key=lambda f: f[0])]
+        return self._duplicates
 
     def fail(self) -> None:
         """Store no more, and drop what was stored."""
         if not self._failed:
             self._failed = True
             self._batch.clear()
+            self._ids.clear()
             self.spill.drop("case", self.key)
+            self.spill.drop_prefix(_IDS, self.key)
 
     def sequence(self) -> SpilledSequence[EvalCase]:
         self._flush()
@@ -89,7 +113,8 @@ class _SpilledCases:
     def _flush(self) -> None:
         if self._batch:
             self.spill.put_many("case", self._batch)
-            self._batch = []
+            self.spill.put_many(_IDS, self._ids)
+            self._batch, self._ids = [], []
 
 
 def load_jsonl_streamed(path: Path) -> LoadedEvalSet:
