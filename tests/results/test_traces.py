@@ -274,6 +274,27 @@ def test_several_traces_files_merge_and_a_later_file_wins_on_the_same_case(
     assert forecast[0].invocation_id == "replaced"
 
 
+def test_a_first_streamed_files_index_is_taken_as_it_is_and_a_later_file_still_wins(
+    tmp_path: Path, mapping: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Copying the first file's index key by key held a million cases' keys twice at once."""
+    monkeypatch.setenv("ASSAY_STREAM_MB", "0")
+    first = write(tmp_path / "a.json", {k: mapping[k] for k in ("forecast_paris", "greeting")})
+    replaced = copy.deepcopy(mapping["forecast_paris"])
+    replaced[0]["invocation_id"] = "replaced"
+    second = write(tmp_path / "b.json", {"forecast_paris": replaced})
+    loaded = load_traces([first])
+    merged = Traces()
+
+    merged.merge(loaded)
+    assert merged.spilled[1] is loaded.spilled[1]
+    merged.merge(load_traces([second]))
+
+    forecast, greeting = merged.get("s", "forecast_paris"), merged.get("s", "greeting")
+    assert forecast is not None and forecast[0].invocation_id == "replaced"
+    assert greeting is not None and len(greeting) == CASE_LENGTHS["greeting"]
+
+
 def test_problems_in_several_traces_files_are_all_reported(tmp_path: Path) -> None:
     bad_json = write(tmp_path / "a.json", "{oops")
     bad_value = write(tmp_path / "b.json", {"greeting": "hello"})

@@ -181,6 +181,11 @@ class Traces:
             for run, invocations in runs.items():
                 self.add(key, invocations, run)
         for run, cases in other.spilled.items():
+            if run not in self.spilled and not (self.by_case if run == 1 else self.later_runs):
+                # nothing of this run to override (the first file, as a rule): its index taken
+                # as it is, not copied key by key (a million cases held twice at once)
+                self.spilled[run] = cases
+                continue
             mine = self.spilled.setdefault(run, RunIndex())
             for key, prefix in cases.items():
                 self._forget(key, run)
