@@ -432,3 +432,58 @@ def test_a_run_index_of_one_set_id_holds_no_tuple_per_case() -> None:
     compact, plain = held(trace_stream.RunIndex()), held({})
 
     assert compact < plain - 10_000 * 30  # a tuple a case is 40 bytes or more
+
+
+def test_a_streamed_mappings_index_is_asked_of_the_spill_file_and_answers_in_file_order(
+    mapping: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A million cases' ids held for the run took ~110 MB: the mapping's are listed in the spill
+    file, in file order, and asked of it."""
+    order = ["greeting", "forecast_paris", "convert_currency"]
+    body = {key: mapping[key] for key in order} | {"greeting#run2": mapping["greeting"]}
+    path = write(tmp_path / "t.json", body)
+
+    streamed = load([path], monkeypatch, stream=True)
+
+    first, second = streamed.spilled[1], streamed.spilled[2]
+    assert not first._ids and not first._keys  # nothing held in memory
+    assert list(first) == [(None, key) for key in order] and len(first) == 3
+    assert list(second) == [(None, "greeting")]
+    assert (None, "greeting") in first and (None, "book_flight_lisbon") not in first
+    assert ("s", "greeting") not in first
+    assert answers(streamed, EVAL_IDS) == answers(load([path], monkeypatch, stream=False), EVAL_IDS)
+    assert [run for run, _ in streamed.runs("s", "greeting")] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"greeting": [], "forecast_paris": [], "greeting": []}',
+        '{"greeting": [], "greeting#run1": []}',
+        '{"greeting": [], "greeting#run2": [], "greeting#run2": []}',
+    ],
+    ids=["a key twice", "run 1 named twice", "a later run twice"],
+)
+def test_a_run_given_twice_in_a_streamed_mapping_is_read_as_the_eager_reader_reads_it(
+    text: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = write(tmp_path / "t.json", text)
+
+    eager = load([path], monkeypatch, stream=False)
+    streamed = load([path], monkeypatch, stream=True)
+
+    assert not streamed.streamed  # left to the eager reader
+    assert sorted(k for k, _, _ in streamed.entries()) == sorted(k for k, _, _ in eager.entries())
+
+
+def test_a_later_file_replacing_a_case_of_a_spilled_index_reads_it_back_first(
+    mapping: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    first = write(tmp_path / "a.json", {k: mapping[k] for k in ("greeting", "forecast_paris")})
+    second = write(tmp_path / "b.json", {"greeting": []})
+
+    merged = load([first, second], monkeypatch, stream=True)
+
+    assert list(merged.spilled[1]) == [(None, "greeting"), (None, "forecast_paris")]
+    assert merged.get("s", "greeting") == []
+    assert merged.get("s", "forecast_paris") is not None

@@ -141,6 +141,24 @@ class Spill:
             ).fetchall()
         return [(str(key), int(idx)) for key, idx in rows]
 
+    def has(self, kind: str, key: str, idx: int) -> bool:
+        """Whether an item is stored at this place (its body not read)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT 1 FROM items WHERE kind = ? AND key = ? AND idx = ?", (kind, key, idx)
+            ).fetchone()
+        return row is not None
+
+    def repeats_body(self, kind: str, key: str) -> bool:
+        """Whether two items under ``key`` hold the same body."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT 1 FROM items WHERE kind = ? AND key = ? GROUP BY body "
+                "HAVING COUNT(*) > 1 LIMIT 1",
+                (kind, key),
+            ).fetchone()
+        return row is not None
+
     def close(self) -> None:
         with self._lock:
             self._db.close()

@@ -181,14 +181,35 @@ class RunIndex(MutableMapping[TraceKey, str]):
         self._set_id: str | None = None
         self._ids: dict[str, str] = {}
         self._keys: dict[TraceKey, str] | None = None
+        self._stored: _InSpill | None = None
+
+    @classmethod
+    def in_spill(cls, spill: Spill, prefix: str, run: int, count: int) -> RunIndex:
+        """The ``count`` cases of the mapping shape (set id None) that the load ``prefix`` put
+        into ``spill`` for ``run``, asked of the spill file instead of held (a million cases'
+        ids held ~110 MB for the whole run), their ids listed in order there
+        (:data:`ORDER_KIND`). Changed (a later file's run of one of them), it is read back into
+        memory first."""
+        index = cls()
+        index._stored = _InSpill(spill, prefix, run, count)
+        return index
+
+    def _held(self) -> None:
+        """Read an index kept in the spill back into memory, to change it."""
+        stored, self._stored = self._stored, None
+        if stored is not None:
+            self._ids = dict.fromkeys(stored.ids(), stored.prefix)
 
     def _plain(self) -> dict[TraceKey, str]:
+        self._held()
         if self._keys is None:
             self._keys = {(self._set_id, eval_id): p for eval_id, p in self._ids.items()}
             self._ids = {}
         return self._keys
 
     def get(self, key: TraceKey, default: str | None = None) -> str | None:  # type: ignore[override]
+        if self._stored is not None:
+            return self._stored.prefix if self._stored.has(key) else default
         if self._keys is not None:
             return self._keys.get(key, default)
         return self._ids.get(key[1], default) if key[0] == self._set_id else default
@@ -203,6 +224,7 @@ class RunIndex(MutableMapping[TraceKey, str]):
         return found
 
     def __setitem__(self, key: TraceKey, prefix: str) -> None:
+        self._held()
         if self._keys is None and not self._ids:
             self._set_id = key[0]
         if self._keys is None and key[0] == self._set_id:
@@ -213,21 +235,53 @@ class RunIndex(MutableMapping[TraceKey, str]):
     def __delitem__(self, key: TraceKey) -> None:
         if key not in self:
             raise KeyError(key)
+        self._held()
         if self._keys is not None:
             del self._keys[key]
         else:
             del self._ids[key[1]]
 
     def __iter__(self) -> Iterator[TraceKey]:
+        if self._stored is not None:
+            return ((None, eval_id) for eval_id in self._stored.ids())
         if self._keys is not None:
             return iter(self._keys)
         return ((self._set_id, eval_id) for eval_id in self._ids)
 
     def __len__(self) -> int:
+        if self._stored is not None:
+            return self._stored.count
         return len(self._ids) if self._keys is None else len(self._keys)
 
     def __repr__(self) -> str:
         return f"<{len(self)} spilled cases>"
+
+
+ORDER_KIND = "trace-order"
+"""The spill kind a mapping's eval ids are listed under, in file order: key the load's prefix
+and the run (:func:`order_key`), index their place, body the id."""
+
+
+def order_key(prefix: str, run: int) -> str:
+    return key_under(prefix, str(run))
+
+
+@dataclass(frozen=True)
+class _InSpill:
+    """A run's cases as the spill file holds them (see :meth:`RunIndex.in_spill`)."""
+
+    spill: Spill
+    prefix: str
+    run: int
+    count: int
+
+    def has(self, key: TraceKey) -> bool:
+        return key[0] is None and self.spill.has(KIND, spill_key(self.prefix, key), self.run)
+
+    def ids(self) -> Iterator[str]:
+        return (
+            body.decode() for body in self.spill.scan(ORDER_KIND, order_key(self.prefix, self.run))
+        )
 
 
 @dataclass
@@ -235,9 +289,6 @@ class Spilled:
     """What a streamed traces file gave: the runs stored in the spill file, by run then case."""
 
     runs: dict[int, RunIndex] = field(default_factory=dict)
-
-    def has(self, key: TraceKey, run: int) -> bool:
-        return key in self.runs.get(run, {})
 
 
 class _Writer:
@@ -250,6 +301,14 @@ class _Writer:
         self.found = Spilled()
         self._batch: list[tuple[str, int, bytes]] = []
         self._failed = False
+        self._listed: dict[int, int] | None = None
+        """For the mapping shape (:meth:`list_in_spill`): how many ids each run listed."""
+        self._order: list[tuple[str, int, bytes]] = []
+
+    def list_in_spill(self) -> None:
+        """Note the mapping's runs in the spill file (:data:`ORDER_KIND`), not in memory: a
+        mapping's cases have no set id, and :meth:`given_twice` is asked at the end."""
+        self._listed = {}
 
     def add(self, key: TraceKey, run: int, raw: Any) -> None:
         """Note the run (to tell a key given twice even after a problem) and store it."""
@@ -257,31 +316,67 @@ class _Writer:
 
     def add_json(self, key: TraceKey, run: int, body: bytes | None) -> None:
         """:meth:`add` for a run given as its JSON text (None after a problem)."""
-        self.found.runs.setdefault(run, RunIndex())[key] = self.prefix
-        if self._failed or body is None:
-            return
-        self._batch.append((spill_key(self.prefix, key), run, body))
-        if len(self._batch) >= _BATCH:
+        if self._listed is None:
+            self.found.runs.setdefault(run, RunIndex())[key] = self.prefix
+        else:
+            place = self._listed.get(run, 0)
+            self._listed[run] = place + 1
+            self._order.append((order_key(self.prefix, run), place, key[1].encode()))
+        if not self._failed and body is not None:
+            self._batch.append((spill_key(self.prefix, key), run, body))
+        if len(self._batch) >= _BATCH or len(self._order) >= _BATCH:
             self.flush()
+
+    def given_twice(self) -> bool:
+        """Whether a run listed in the spill was given twice (the mapping's ``c`` twice, or
+        ``c`` and ``c#run1``)."""
+        self.flush()
+        listed = self._listed or {}
+        return any(
+            self.spill.repeats_body(ORDER_KIND, order_key(self.prefix, run)) for run in listed
+        )
+
+    def sealed(self) -> Spilled:
+        """What was found: runs listed in the spill are asked of it (:meth:`RunIndex.in_spill`)."""
+        self.flush()
+        if self._listed is not None:
+            self.found.runs = {
+                run: RunIndex.in_spill(self.spill, self.prefix, run, count)
+                for run, count in self._listed.items()
+            }
+        return self.found
 
     def restart(self) -> None:
         """Forget every run, stored or noted, to read the file again from its start."""
         self._batch.clear()
+        self._order.clear()
         self.spill.drop_prefix(KIND, self.prefix)
+        self.spill.drop_prefix(ORDER_KIND, self.prefix)
         self.found = Spilled()
         self._failed = False
+        self._listed = {} if self._listed is not None else None
 
     def flush(self) -> None:
         if self._batch:
             self.spill.put_many(KIND, self._batch)
             self._batch = []
+        if self._order:
+            self.spill.put_many(ORDER_KIND, self._order)
+            self._order = []
 
     def fail(self) -> None:
-        """Store no more, and drop what was stored (the runs noted are no use after)."""
+        """Store no more, and drop what was stored (the runs noted are no use after; ids listed
+        in the spill are still listed, to tell a run given twice)."""
         if not self._failed:
             self._failed = True
             self._batch.clear()
             self.spill.drop_prefix(KIND, self.prefix)
+
+    def drop(self) -> None:
+        """:meth:`fail`, and the listed ids too (the load is given up)."""
+        self.fail()
+        self._order.clear()
+        self.spill.drop_prefix(ORDER_KIND, self.prefix)
 
 
 def load_streamed(path: Path) -> Spilled:
@@ -292,12 +387,11 @@ def load_streamed(path: Path) -> Spilled:
         writer = _Writer(file)
         try:
             _mapping(path, file, writer)
-            writer.flush()
-            return writer.found
+            return writer.sealed()
         except _ResultAfterAll:
-            writer.fail()
+            writer.drop()
         except BaseException:
-            writer.fail()
+            writer.drop()
             raise
     writer = _Writer(file)
     try:
@@ -306,11 +400,10 @@ def load_streamed(path: Path) -> Spilled:
             _legacy(top.value, path, writer)
         else:
             _read(top, path, file, writer)
-        writer.flush()
+        return writer.sealed()
     except BaseException:
-        writer.fail()
+        writer.drop()
         raise
-    return writer.found
 
 
 class _ResultAfterAll(Exception):
@@ -385,6 +478,7 @@ def _unexpected(file: str, got: str) -> Problem:
 def _mapping(source: Source, file: str, writer: _Writer) -> None:
     """The ``{eval_id: [Invocation, ...]}`` shape, a member at a time: each run's text as the file
     has it (:func:`_mapping_spans`), or, where that reader is unsure, as ijson builds it."""
+    writer.list_in_spill()
     try:
         _mapping_spans(source, file, writer)
     except SpanFallback:
@@ -402,8 +496,8 @@ def _mapping_spans(source: Source, file: str, writer: _Writer) -> None:
         spans = Spans(handle)
         for eval_id in spans.members():
             case_id, run = mapping_key(eval_id)
-            if eval_id in _CASES_KEYS or writer.found.has((None, case_id), run):
-                raise SpanFallback("an ADK result, or a run given twice")
+            if eval_id in _CASES_KEYS:
+                raise SpanFallback("an ADK result")
             body = spans.value()
             if body[:1] == b"[" and not yajl_unsure(body) and surely_invocations_json(body):
                 writer.add_json((None, case_id), run, body)
@@ -421,6 +515,8 @@ def _mapping_spans(source: Source, file: str, writer: _Writer) -> None:
                 writer.fail()
             writer.add((None, case_id), run, data)
         spans.end()
+    if writer.given_twice():
+        raise SpanFallback("a run given twice")
     if problems:
         raise TracesError(problems)
 
@@ -433,10 +529,6 @@ def _mapping_events(source: Source, file: str, writer: _Writer) -> None:
             if eval_id in _CASES_KEYS:  # an ADK result with other keys first
                 raise _ResultAfterAll(eval_id)
             case_id, run = mapping_key(eval_id)
-            if writer.found.has((None, case_id), run):
-                # a key given twice (the eager reader keeps the last, where the first was), or
-                # two keys for one run ("c" and "c#run1"): left to the eager reader
-                raise NotStreamable("a run given twice")
             if not isinstance(data, list):
                 got = f"expected a list of invocations; got {type_name(data)}"
                 problems.append(Problem(file, format_path([eval_id]), got))
@@ -448,6 +540,10 @@ def _mapping_events(source: Source, file: str, writer: _Writer) -> None:
             if problems:
                 writer.fail()
             writer.add((None, case_id), run, data)
+    if writer.given_twice():
+        # a key given twice (the eager reader keeps the last, where the first was), or two keys
+        # for one run ("c" and "c#run1"): left to the eager reader, whatever else was found
+        raise NotStreamable("a run given twice")
     if problems:
         raise TracesError(problems)
 
