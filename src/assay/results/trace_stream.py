@@ -266,22 +266,27 @@ def order_key(prefix: str, run: int) -> str:
     return key_under(prefix, str(run))
 
 
-@dataclass(frozen=True)
 class _InSpill:
-    """A run's cases as the spill file holds them (see :meth:`RunIndex.in_spill`)."""
+    """A run's cases as the spill file holds them (see :meth:`RunIndex.in_spill`). The last
+    answer is kept: scoring asks about one case three times in a row (is it there, which runs,
+    its prefix), each a query otherwise."""
 
-    spill: Spill
-    prefix: str
-    run: int
-    count: int
+    def __init__(self, spill: Spill, prefix: str, run: int, count: int) -> None:
+        self.spill, self.prefix, self.run, self.count = spill, prefix, run, count
+        self._last: tuple[TraceKey, bool] | None = None
 
     def has(self, key: TraceKey) -> bool:
-        return key[0] is None and self.spill.has(KIND, spill_key(self.prefix, key), self.run)
+        if key[0] is not None:
+            return False
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        found = self.spill.has(KIND, spill_key(self.prefix, key), self.run)
+        self._last = (key, found)
+        return found
 
     def ids(self) -> Iterator[str]:
-        return (
-            body.decode() for body in self.spill.scan(ORDER_KIND, order_key(self.prefix, self.run))
-        )
+        order = order_key(self.prefix, self.run)
+        return (body.decode() for body in self.spill.scan(ORDER_KIND, order))
 
 
 @dataclass
