@@ -149,6 +149,14 @@ class Spill:
             ).fetchone()
         return row is not None
 
+    def distinct(self, kind: str, key: str) -> int:
+        """How many different bodies are stored under ``key``."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT COUNT(DISTINCT body) FROM items WHERE kind = ? AND key = ?", (kind, key)
+            ).fetchone()
+        return int(row[0])
+
     def repeats_body(self, kind: str, key: str) -> bool:
         """Whether two items under ``key`` hold the same body."""
         with self._lock:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -30,6 +30,7 @@ from assay.report.judge_agreement import (
     OTHER_PROMPT,
     judged_metrics,
 )
+from assay.report.named import NamedIds, summary_line
 from assay.report.numbers import MISSING, label, measure_text, score_text, value_text
 from assay.report.why import case_reason, why
 from assay.results.collected import CaseResults, Head, heads
@@ -109,19 +110,25 @@ class SetView:
     listed: list[EvalCaseResult]
     not_passed: int
     metrics: dict[str, _MetricCounts] = field(default_factory=dict)
-    named: dict[EvalStatus, dict[str, None]] = field(default_factory=dict)
+    named: dict[EvalStatus, NamedIds] = field(default_factory=dict)
     """The ids of the cases that did not pass, by status, each once (for the summary line)."""
 
     def _not_passed(self, case: Head) -> None:
         self.not_passed += 1
-        self.named.setdefault(case.final_eval_status, {})[case.eval_id] = None
+        self.named.setdefault(case.final_eval_status, NamedIds()).add(case.eval_id)
 
     @classmethod
-    def of(cls, result: EvalSetResult, max_cases: int = 0) -> SetView:
-        """The view of ``result`` with at most ``max_cases`` cases listed (0: every case)."""
+    def of(
+        cls,
+        result: EvalSetResult,
+        max_cases: int = 0,
+        named: dict[EvalStatus, NamedIds] | None = None,
+    ) -> SetView:
+        """The view of ``result`` with at most ``max_cases`` cases listed (0: every case); the
+        ids of the cases that did not pass go to ``named`` when given (shared by several sets)."""
         cases = result.eval_case_results
         total = len(cases)
-        view = cls(result, total, [], 0)
+        view = cls(result, total, [], 0, named={} if named is None else named)
         if max_cases == 0 or total <= max_cases:  # every case listed: read whole
             for case in cases:
                 if case.final_eval_status is not EvalStatus.PASSED:
@@ -494,32 +501,6 @@ def cost_line(results: Sequence[EvalSetResult]) -> str | None:
     return None if found is None else escape(f"judge cost: {found.words()}")
 
 
-NAMED = 5
-"""Cases the summary line names per status before ``and N more``."""
-
-
-def summary_line(
-    summary: RunSummary, named: Mapping[EvalStatus, Sequence[str]] | None = None
-) -> str:
-    """``N passed, N failed, N not evaluated`` with colour, then the ids of the cases that
-    failed and of those not evaluated (``named``; the first :data:`NAMED` of each, then how
-    many more): ``4 passed, 1 failed, 0 not evaluated; failed: convert_currency``."""
-    line = (
-        f"[green]{summary.passed} passed[/], [red]{summary.failed} failed[/], "
-        f"[yellow]{summary.not_evaluated} not evaluated[/]"
-    )
-    for status, word, style in (
-        (EvalStatus.FAILED, "failed", "red"),
-        (EvalStatus.NOT_EVALUATED, "not evaluated", "yellow"),
-    ):
-        ids = list(dict.fromkeys((named or {}).get(status, ())))
-        if ids:
-            more = f" and {len(ids) - NAMED:,} more" if len(ids) > NAMED else ""
-            listed = ", ".join(escape(eval_id) for eval_id in ids[:NAMED])
-            line += f"; [{style}]{word}:[/] {listed}{more}"
-    return line
-
-
 def _calls(invocation: Invocation | None) -> str:
     if invocation is None:
         return ""
@@ -585,11 +566,9 @@ def print_results(
     """Print every set's table (and detail tables), then the summary line. A set of more than
     ``max_cases`` cases (0: no limit) gets its table per metric, then the cases that did not
     pass, up to ``max_cases``."""
-    named: dict[EvalStatus, list[str]] = {}
+    named: dict[EvalStatus, NamedIds] = {}  # across the sets, each id once
     for result in results:
-        view = SetView.of(result, max_cases)
-        for status, ids in view.named.items():
-            named.setdefault(status, []).extend(ids)
+        view = SetView.of(result, max_cases, named)
         total = view.total
         if 0 < max_cases < total:
             console.print(metrics_table(view))
