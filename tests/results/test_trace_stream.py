@@ -19,6 +19,7 @@ from assay.evalset import Invocation
 from assay.history.compact import Inputs, _actual
 from assay.results import trace_stream
 from assay.results import traces as traces_module
+from assay.results.run_index import RunIndex
 from assay.results.traces import Traces, load_traces
 
 STREAM_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "stream"
@@ -402,7 +403,7 @@ def test_a_number_ijson_refuses_in_a_huge_traces_file_is_still_a_syntax_error(
 
 
 def test_a_run_index_answers_as_a_dict_in_order_before_and_after_a_second_set_id() -> None:
-    index = trace_stream.RunIndex()
+    index = RunIndex()
     plain: dict[Any, str] = {}
     steps: list[tuple[Any, str]] = [((None, "a"), "p"), ((None, "b"), "q"), ((None, "a"), "r")]
     steps += [(("s", "a"), "p"), ((None, "c"), "p")]
@@ -429,7 +430,7 @@ def test_a_run_index_of_one_set_id_holds_no_tuple_per_case() -> None:
         tracemalloc.stop()
         return size
 
-    compact, plain = held(trace_stream.RunIndex()), held({})
+    compact, plain = held(RunIndex()), held({})
 
     assert compact < plain - 10_000 * 30  # a tuple a case is 40 bytes or more
 

@@ -250,14 +250,8 @@ def _object_loaded(
     if not listed or listed[0].kind != "start_array":  # nothing was streamed: a problem for sure
         return LoadedEvalSet(validate(EVAL_SET, data, file, EvalSet), path, "evalset")
     data[listed[0].key] = []
-    meta: EvalSet | None = None
-    header_problems: list[Problem] = []
-    try:
-        meta = validate(EVAL_SET, data, file, EvalSet)
-    except EvalSetError as exc:
-        header_problems = exc.problems
-    problems = [p for p in header_problems if _before_cases(p)] + case_problems
-    problems += [p for p in header_problems if not _before_cases(p)]
+    meta, before, after = _header(data, file)
+    problems = before + case_problems + after
     if problems or meta is None:
         raise EvalSetError(problems)
     eval_set = _streamed(meta, cases)
@@ -278,13 +272,7 @@ def _object_by_events(path: Path) -> LoadedEvalSet:
         return LoadedEvalSet(validate(EVAL_SET, data, file, EvalSet), path, "evalset")
     cases_key = listed[0].key
     data[cases_key] = []
-    meta: EvalSet | None = None
-    header_problems: list[Problem] = []
-    try:
-        meta = validate(EVAL_SET, data, file, EvalSet)
-    except EvalSetError as exc:
-        header_problems = exc.problems
-    problems = [p for p in header_problems if _before_cases(p)]
+    meta, problems, after = _header(data, file)
     cases = _SpilledCases(file)
     try:
         with open_json(path) as handle:
@@ -295,7 +283,7 @@ def _object_by_events(path: Path) -> LoadedEvalSet:
                     problems.extend(exc.problems)
                     continue
                 cases.add(case, pydantic_core.to_json(item))
-        problems += [p for p in header_problems if not _before_cases(p)]
+        problems += after
         if problems or meta is None:
             raise EvalSetError(problems)
     except BaseException:
@@ -303,6 +291,16 @@ def _object_by_events(path: Path) -> LoadedEvalSet:
         raise
     eval_set = _streamed(meta, cases)
     return LoadedEvalSet(eval_set, path, "evalset", tuple(cases.duplicates), streamed=True)
+
+
+def _header(data: dict[str, Any], file: str) -> tuple[EvalSet | None, list[Problem], list[Problem]]:
+    """The set's own fields (its cases left out) checked: the set, or its problems in pydantic's
+    order around the cases': those of the fields before ``eval_cases``, then the rest."""
+    try:
+        return validate(EVAL_SET, data, file, EvalSet), [], []
+    except EvalSetError as exc:
+        found = exc.problems
+    return None, [p for p in found if _before_cases(p)], [p for p in found if not _before_cases(p)]
 
 
 def _streamed(meta: EvalSet, cases: _SpilledCases) -> StreamedEvalSet:

@@ -20,7 +20,6 @@ both cases...) raise :class:`~assay._internal.json_stream.NotStreamable`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,19 +46,19 @@ from assay._internal.json_stream import (
     scan,
     yajl_unsure,
 )
-from assay._internal.spill import Spill, key_under, shared_spill
+from assay._internal.spill import Spill, shared_spill
 from assay.errors import Problem, TracesError, format_path, problems_from_validation, short_value
 from assay.evalset.fast_check import surely_invocations, surely_invocations_json
 from assay.evalset.invocation import Invocation
 from assay.results.keys import TraceKey
+from assay.results.run_index import KIND as KIND
+from assay.results.run_index import ORDER_KIND, RunIndex, order_key
+from assay.results.run_index import spill_key as spill_key
 
 RUN_KEY = re.compile(r"^(?P<eval_id>.+)#run(?P<run>[0-9]+)$")
 """``<eval_id>#run<N>``: the key ``--save-traces`` writes run N (N ≥ 2) of a case under."""
 
 INVOCATIONS = TypeAdapter(list[Invocation])
-
-KIND = "trace"
-"""The spill kind traces are stored under."""
 
 _SET_ID_KEYS = frozenset({"eval_set_id", "evalSetId"})
 _CASES_KEYS = frozenset({"eval_case_results", "evalCaseResults"})
@@ -157,136 +156,6 @@ def _unwrap(problem: Problem, row_path: list[str | int]) -> Problem:
         rest = problem.path[len(wrapped) :]
         return Problem(problem.file, format_path(row_path) + rest, problem.message)
     return problem
-
-
-def spill_key(prefix: str, key: TraceKey) -> str:
-    """The spill key a case's runs are stored under by the load ``prefix`` (the set id's length
-    first, so that no two keys read alike)."""
-    set_id, eval_id = key
-    return key_under(
-        prefix, f"-{eval_id}" if set_id is None else f"{len(set_id)}:{set_id}{eval_id}"
-    )
-
-
-class RunIndex(MutableMapping[TraceKey, str]):
-    """The cases of one run that are in the spill file, each with the prefix of the load that
-    stored it (:func:`spill_key`), in the order they were added.
-
-    A file names one eval set id (None in the mapping shape) for all its cases, as a rule: while
-    that holds, the cases are kept as ``{eval_id: prefix}``, without a tuple per case (200,000
-    cases held 27.6 MB instead of 33.9); a second set id turns the index into the
-    plain ``{(set_id, eval_id): prefix}``, in the same order."""
-
-    def __init__(self) -> None:
-        self._set_id: str | None = None
-        self._ids: dict[str, str] = {}
-        self._keys: dict[TraceKey, str] | None = None
-        self._stored: _InSpill | None = None
-
-    @classmethod
-    def in_spill(cls, spill: Spill, prefix: str, run: int, count: int) -> RunIndex:
-        """The ``count`` cases of the mapping shape (set id None) that the load ``prefix`` put
-        into ``spill`` for ``run``, asked of the spill file instead of held (a million cases'
-        ids held ~110 MB for the whole run), their ids listed in order there
-        (:data:`ORDER_KIND`). Changed (a later file's run of one of them), it is read back into
-        memory first."""
-        index = cls()
-        index._stored = _InSpill(spill, prefix, run, count)
-        return index
-
-    def _held(self) -> None:
-        """Read an index kept in the spill back into memory, to change it."""
-        stored, self._stored = self._stored, None
-        if stored is not None:
-            self._ids = dict.fromkeys(stored.ids(), stored.prefix)
-
-    def _plain(self) -> dict[TraceKey, str]:
-        self._held()
-        if self._keys is None:
-            self._keys = {(self._set_id, eval_id): p for eval_id, p in self._ids.items()}
-            self._ids = {}
-        return self._keys
-
-    def get(self, key: TraceKey, default: str | None = None) -> str | None:  # type: ignore[override]
-        if self._stored is not None:
-            return self._stored.prefix if self._stored.has(key) else default
-        if self._keys is not None:
-            return self._keys.get(key, default)
-        return self._ids.get(key[1], default) if key[0] == self._set_id else default
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, tuple) and len(key) == 2 and self.get(key) is not None
-
-    def __getitem__(self, key: TraceKey) -> str:
-        found = self.get(key)
-        if found is None:
-            raise KeyError(key)
-        return found
-
-    def __setitem__(self, key: TraceKey, prefix: str) -> None:
-        self._held()
-        if self._keys is None and not self._ids:
-            self._set_id = key[0]
-        if self._keys is None and key[0] == self._set_id:
-            self._ids[key[1]] = prefix
-        else:
-            self._plain()[key] = prefix
-
-    def __delitem__(self, key: TraceKey) -> None:
-        if key not in self:
-            raise KeyError(key)
-        self._held()
-        if self._keys is not None:
-            del self._keys[key]
-        else:
-            del self._ids[key[1]]
-
-    def __iter__(self) -> Iterator[TraceKey]:
-        if self._stored is not None:
-            return ((None, eval_id) for eval_id in self._stored.ids())
-        if self._keys is not None:
-            return iter(self._keys)
-        return ((self._set_id, eval_id) for eval_id in self._ids)
-
-    def __len__(self) -> int:
-        if self._stored is not None:
-            return self._stored.count
-        return len(self._ids) if self._keys is None else len(self._keys)
-
-    def __repr__(self) -> str:
-        return f"<{len(self)} spilled cases>"
-
-
-ORDER_KIND = "trace-order"
-"""The spill kind a mapping's eval ids are listed under, in file order: key the load's prefix
-and the run (:func:`order_key`), index their place, body the id."""
-
-
-def order_key(prefix: str, run: int) -> str:
-    return key_under(prefix, str(run))
-
-
-class _InSpill:
-    """A run's cases as the spill file holds them (see :meth:`RunIndex.in_spill`). The last
-    answer is kept: scoring asks about one case three times in a row (is it there, which runs,
-    its prefix), each a query otherwise."""
-
-    def __init__(self, spill: Spill, prefix: str, run: int, count: int) -> None:
-        self.spill, self.prefix, self.run, self.count = spill, prefix, run, count
-        self._last: tuple[TraceKey, bool] | None = None
-
-    def has(self, key: TraceKey) -> bool:
-        if key[0] is not None:
-            return False
-        if self._last is not None and self._last[0] == key:
-            return self._last[1]
-        found = self.spill.has(KIND, spill_key(self.prefix, key), self.run)
-        self._last = (key, found)
-        return found
-
-    def ids(self) -> Iterator[str]:
-        order = order_key(self.prefix, self.run)
-        return (body.decode() for body in self.spill.scan(ORDER_KIND, order))
 
 
 @dataclass
@@ -507,23 +376,29 @@ def _mapping_spans(source: Source, file: str, writer: _Writer) -> None:
             if body[:1] == b"[" and not yajl_unsure(body) and surely_invocations_json(body):
                 writer.add_json((None, case_id), run, body)
                 continue
-            data = built(body)
-            if not isinstance(data, list):
-                got = f"expected a list of invocations; got {type_name(data)}"
-                problems.append(Problem(file, format_path([eval_id]), got))
-            else:
-                try:
-                    check_invocations(data, file, [eval_id])
-                except TracesError as exc:
-                    problems.extend(exc.problems)
-            if problems:
-                writer.fail()
-            writer.add((None, case_id), run, data)
+            _judged(built(body), eval_id, file, writer, problems)
         spans.end()
     if writer.given_twice():
         raise SpanFallback("a run given twice")
     if problems:
         raise TracesError(problems)
+
+
+def _judged(data: Any, eval_id: str, file: str, writer: _Writer, problems: list[Problem]) -> None:
+    """One member of the mapping, built as Python objects, checked (its problems added to
+    ``problems``) and noted, stored while no problem was found."""
+    if not isinstance(data, list):
+        got = f"expected a list of invocations; got {type_name(data)}"
+        problems.append(Problem(file, format_path([eval_id]), got))
+    else:
+        try:
+            check_invocations(data, file, [eval_id])
+        except TracesError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        writer.fail()
+    case_id, run = mapping_key(eval_id)
+    writer.add((None, case_id), run, data)
 
 
 def _mapping_events(source: Source, file: str, writer: _Writer) -> None:
@@ -533,18 +408,7 @@ def _mapping_events(source: Source, file: str, writer: _Writer) -> None:
         for eval_id, data in kvitems(handle):
             if eval_id in _CASES_KEYS:  # an ADK result with other keys first
                 raise _ResultAfterAll(eval_id)
-            case_id, run = mapping_key(eval_id)
-            if not isinstance(data, list):
-                got = f"expected a list of invocations; got {type_name(data)}"
-                problems.append(Problem(file, format_path([eval_id]), got))
-            else:
-                try:
-                    check_invocations(data, file, [eval_id])
-                except TracesError as exc:
-                    problems.extend(exc.problems)
-            if problems:
-                writer.fail()
-            writer.add((None, case_id), run, data)
+            _judged(data, eval_id, file, writer, problems)
     if writer.given_twice():
         # a key given twice (the eager reader keeps the last, where the first was), or two keys
         # for one run ("c" and "c#run1"): left to the eager reader, whatever else was found

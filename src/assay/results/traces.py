@@ -48,10 +48,10 @@ from assay._internal.spill import shared_spill
 from assay.errors import Problem, TracesError, format_path, short_value
 from assay.evalset.invocation import Invocation
 from assay.results.keys import TraceKey
+from assay.results.run_index import RunIndex
 from assay.results.trace_stream import (
     KIND,
     RUN_KEY,
-    RunIndex,
     case_actuals,
     field_key,
     load_streamed,
