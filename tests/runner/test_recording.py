@@ -242,7 +242,7 @@ def test_resuming_a_run_that_has_every_case_reads_each_once_and_writes_the_same_
         return decode(self, eval_id, *args)
 
     looked_up: list[str] = []
-    lookup = Traces.lookup
+    lookup = Traces.raw  # what every reading of a traces entry goes through
 
     def counted_lookup(self: Traces, set_id: str | None, eval_id: str, run: int) -> Any:
         looked_up.append(eval_id)
@@ -252,7 +252,7 @@ def test_resuming_a_run_that_has_every_case_reads_each_once_and_writes_the_same_
     monkeypatch.setattr(compact, "_expected", lambda *a: looked_up_cases.append(a))
     monkeypatch.setattr(HistoryStore, "_read", counted)
     monkeypatch.setattr(Decoder, "__call__", counted_decode)
-    monkeypatch.setattr(Traces, "lookup", counted_lookup)
+    monkeypatch.setattr(Traces, "raw", counted_lookup)
     resumed = run_cli(*common, "--output", tmp_path / "resumed.json", "--resume", "latest")
 
     assert resumed.code == fresh.code, resumed.output

@@ -268,6 +268,10 @@ class SpilledSequence(Sequence[T]):
     def __iter__(self) -> Iterator[T]:
         return map(self._parse, self._spill.scan(self._kind, self._key, 0, self._count))
 
+    def bodies(self) -> Iterator[bytes]:
+        """Each item as it is stored, not parsed, in order."""
+        return self._spill.scan(self._kind, self._key, 0, self._count)
+
     def __bool__(self) -> bool:
         return self._count > 0
 

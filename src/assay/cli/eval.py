@@ -18,6 +18,7 @@ from assay.cli.output import EXIT_FAILED, EXIT_OK, make_console
 
 if TYPE_CHECKING:  # imported where used: `assay eval --help` imports none of them
     from assay.report.publish import Outputs
+    from assay.runner.executors.base import Executor
     from assay.runner.options import RunOptions
     from assay.runner.run import EvalInputs
 
@@ -291,6 +292,14 @@ def _invoked_as() -> str:
     "pip install 'assay[ray]'), where the concurrency limits hold for the whole cluster.",
 )
 @click.option(
+    "--workers",
+    type=click.IntRange(1, 512),
+    default=1,
+    show_default=True,
+    help="Score a deterministic run from --traces in this many processes (Linux): for large "
+    "recorded sets, one per core. A run with judged metrics or an agent runs in one.",
+)
+@click.option(
     "--ray-address",
     metavar="ADDR",
     help="With --executor ray: the cluster to join (HOST:PORT, ray://HOST:PORT or auto); "
@@ -388,6 +397,12 @@ def _inputs(params: dict[str, Any]) -> EvalInputs:
             "and each worker would hold a cap of its own; use --max-cost with --executor local",
             param_hint="'--max-cost'",
         )
+    if params["workers"] > 1 and params["executor"] == "ray":
+        raise click.BadParameter(  # Ray has workers of its own
+            "cannot be used with --executor ray: the cluster's workers score the cases; use "
+            "--workers with --executor local",
+            param_hint="'--workers'",
+        )
     if params["resume"] is not None and not params["history"]:
         raise click.BadParameter("cannot be used with --no-history", param_hint="'--resume'")
     outputs = (
@@ -425,11 +440,15 @@ def _options(params: dict[str, Any]) -> RunOptions:
     """The run's options, from the command's."""
     from assay.runner.options import RunOptions
 
-    executor = None
+    executor: Executor | None = None
     if params["executor"] == "ray":
         from assay.runner.executors.ray import RayExecutor
 
         executor = RayExecutor(address=params["ray_address"])
+    elif params["workers"] > 1:
+        from assay.runner.executors.processes import ProcessExecutor
+
+        executor = ProcessExecutor(params["workers"])
     history: bool | str = params["history"]
     if history and params["history_file"]:
         history = params["history_file"]

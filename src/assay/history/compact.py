@@ -50,7 +50,7 @@ from pydantic import TypeAdapter
 from assay.evalset.case import EvalSet
 from assay.evalset.invocation import Invocation
 from assay.metrics.base import EvalStatus
-from assay.results.captured import CapturedRows, Head, RowValues, set_details
+from assay.results.captured import CapturedRows, Head, RowValues, StoredRecord, set_details
 from assay.results.model import (
     CaseNotes,
     EvalCaseResult,
@@ -138,6 +138,8 @@ class CaseEncoder:
     def encode(self, result: EvalCaseResult, captured: CapturedRows | None = None) -> Encoded:
         """The text to store for ``result``; ``captured``, its rows as scoring made them, spares
         reading them back."""
+        if captured is not None and captured.stored is not None:
+            return self._adopted(captured.stored)
         per_invocation = result.eval_metric_result_per_invocation
         rows = len(per_invocation) + 1
         if captured is not None and captured.length == rows:
@@ -161,6 +163,17 @@ class CaseEncoder:
         scores = list(map(_SCORE, fields))
         statuses = bytes(map(_STATUS, fields)).hex()
         return self._record(result, number, new, scores, statuses, by_metric, captured)
+
+    def _adopted(self, stored: StoredRecord) -> Encoded:
+        """A record another encoder made, its metric header numbered as this run's."""
+        if stored.header is None or stored.number is None:
+            return Encoded(stored.text)
+        number, new = self._header(stored.header)
+        theirs, ours = _record_start(stored.number), _record_start(number)
+        if not stored.text.startswith(theirs):
+            raise RecordError(f"a record made elsewhere does not start with {theirs}")
+        text = ours + stored.text[len(theirs) :]
+        return Encoded(text, (number, _header_text(self.headers[number])) if new else None)
 
     def _record(
         self,
@@ -301,6 +314,23 @@ def _details(by_metric: Sequence[Sequence[dict[str, Any] | None]]) -> dict[str, 
 
 def _header_text(header: Header) -> str:
     return pydantic_core.to_json([list(head[:3]) for head in header]).decode("utf-8")
+
+
+def _record_start(number: int) -> str:
+    """How the text of a record that follows metric header ``number`` begins (its first two
+    keys, as :meth:`CaseEncoder._record` writes them)."""
+    return f'{{"v":{RECORD_VERSION},"k":{number},'
+
+
+def record_header(text: str) -> int | None:
+    """The number of the metric header a stored record follows; None for a case stored in full
+    (its result's JSON)."""
+    start = f'{{"v":{RECORD_VERSION},"k":'
+    if not text.startswith(start):
+        return None
+    end = text.find(",", len(start))
+    digits = text[len(start) : end]
+    return int(digits) if end > 0 and digits.isdigit() else None
 
 
 def _same(known: Sequence[Invocation], given: Sequence[Invocation | None]) -> bool:

@@ -24,6 +24,18 @@ class Headed(Protocol):
     def head(self) -> Head: ...
 
 
+@dataclass(frozen=True)
+class StoredRecord:
+    """A case's record for the run history, encoded where the case was scored (in another
+    process, by a :class:`~assay.history.compact.CaseEncoder` of its own): the text, and, for a
+    record that follows a metric header, that encoder's number for it and the header itself
+    (the run's encoder numbers it as its own)."""
+
+    text: str
+    number: int | None = None
+    header: tuple[Head, ...] | None = None
+
+
 @dataclass
 class CapturedRows:
     """A case's metric rows as scoring made them, kept for the run history to encode
@@ -42,6 +54,9 @@ class CapturedRows:
     expected: tuple[list[Any], Sequence[Any]] | None = None
     """Where the expected invocations came from, ``[eval set position, case index]``, and the
     invocations."""
+    stored: StoredRecord | None = None
+    """The case's record, already encoded where it was scored: the run's encoder takes it as it
+    is (its result is then a summary, without the rows the record was made of)."""
 
     def made(
         self,

@@ -217,7 +217,11 @@ class CaseResults(Sequence[EvalCaseResult]):
     def spilled(self) -> bool:
         return self._spill is not None
 
-    def append(self, result: EvalCaseResult) -> None:
+    def append(self, result: EvalCaseResult, compact: bytes | None = None) -> None:
+        """Add the next case result. ``compact``, when given, is its JSON as the results file
+        holds it, made elsewhere (another process scored the case), and ``result`` may then be
+        its summary (without per-invocation rows, enough for the counts and its head): such a
+        result is never held as a model, so the set is spilled from it on."""
         status = result.final_eval_status
         if status in self._statuses:
             self._statuses[status] += 1
@@ -228,9 +232,11 @@ class CaseResults(Sequence[EvalCaseResult]):
         if result.assay.simulator_usage is not None:
             before = self._usage.get(SIMULATOR, TokenUsage())
             self._usage[SIMULATOR] = before + result.assay.simulator_usage
-        text = _compact(result)
+        text = _compact(result) if compact is None else compact
         if self._spill is None and (
-            self._count >= self._keep or self._held_bytes + len(text) > self._keep_bytes
+            compact is not None
+            or self._count >= self._keep
+            or self._held_bytes + len(text) > self._keep_bytes
         ):
             self._start_spilling()
         if self._spill is None:

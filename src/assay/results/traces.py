@@ -120,6 +120,13 @@ class Traces:
 
     def lookup(self, set_id: str | None, eval_id: str, run: int) -> list[Invocation] | None:
         """The invocations of exactly this entry (no falling back to ``set_id`` None), or None."""
+        found = self.raw(set_id, eval_id, run)
+        return parse_invocations(found) if isinstance(found, bytes) else found
+
+    def raw(self, set_id: str | None, eval_id: str, run: int) -> list[Invocation] | bytes | None:
+        """This entry's invocations as they are kept: held in memory, or the JSON the spill file
+        holds (:func:`~assay.results.trace_stream.parse_invocations` reads it); None when there
+        is no such entry."""
         key: TraceKey = (set_id, eval_id)
         found = self.by_case.get(key) if run == 1 else self.later_runs.get(key, {}).get(run)
         if found is not None:
@@ -128,8 +135,7 @@ class Traces:
         prefix = None if cases is None else cases.get(key)
         if prefix is None:
             return None
-        body = shared_spill().get(KIND, spill_key(prefix, key), run)
-        return None if body is None else parse_invocations(body)
+        return shared_spill().get(KIND, spill_key(prefix, key), run)
 
     def get(self, eval_set_id: str, eval_id: str) -> list[Invocation] | None:
         """The invocations recorded for a case, preferring an entry for the same eval set."""
@@ -138,15 +144,25 @@ class Traces:
 
     def runs(self, eval_set_id: str, eval_id: str) -> list[tuple[int, list[Invocation]]]:
         """Every recorded run of a case as ``(run, invocations)``, first run first."""
+        return [
+            (run, parse_invocations(found) if isinstance(found, bytes) else found)
+            for run, found in self.raw_runs(eval_set_id, eval_id)
+        ]
+
+    def raw_runs(
+        self, eval_set_id: str, eval_id: str
+    ) -> list[tuple[int, list[Invocation] | bytes]]:
+        """:meth:`runs`, each run's invocations as they are kept (:meth:`raw`): a spilled run's
+        JSON is not parsed (another process may parse it)."""
         key: TraceKey = (eval_set_id, eval_id)
         if not self._has(key):
             key = (None, eval_id)
         spilled = {run for run, cases in self.spilled.items() if key in cases}
         numbers = {*self.later_runs.get(key, {}), *spilled}
         first = [1] if key in self.by_case or 1 in numbers else []
-        found = []
+        found: list[tuple[int, list[Invocation] | bytes]] = []
         for run in first + sorted(numbers - {1}):
-            given = self.lookup(key[0], key[1], run)
+            given = self.raw(key[0], key[1], run)
             if given is not None:
                 found.append((run, given))
         return found

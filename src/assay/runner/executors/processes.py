@@ -1,0 +1,478 @@
+"""The process executor: a deterministic run from recorded traces scored by worker processes.
+
+Scoring a case deterministically is pure CPU: validating its invocations, the metrics, and its
+result's JSON. :class:`ProcessExecutor` forks ``workers`` processes once the inputs are read
+(:mod:`assay.runner.process_worker`) and keeps the rest here: reading each case and its runs
+from the inputs (a streamed one's JSON straight from the spill file), sending them in chunks,
+and taking the results back in eval-set order, each stored as the worker made it (its JSON
+for the results file, its record for the run history), so nothing is serialised twice.
+
+* What the run's callbacks get: each result's summary, without its per-invocation rows (the
+  results and the results file have them); the run history gets each case's full record.
+* Resume: the cases a resumed run kept are read here, as the in-process executor reads them.
+* Failures: a worker that dies (killed, out of memory) is replaced, after a pause that doubles
+  with each death, and its cases are sent again, one a chunk; a case whose worker dies a second
+  time is NOT_EVALUATED with the reason, while the rest of the run goes on. After
+  :data:`MAX_RESTARTS` deaths no worker is started again, and what is left is scored here. A
+  chunk whose scoring raises is scored here too (where the error, if it is one, is the run's).
+* Where it does not apply (an agent to run, a judged metric, a system without ``fork``), the
+  run is scored in this process, as :class:`~assay.runner.executors.local.LocalExecutor` does:
+  :meth:`ProcessExecutor.why_local` says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import multiprocessing
+import os
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+import msgspec
+
+from assay._internal.collector import results_kept_frozen
+from assay._internal.spill import SpilledSequence
+from assay.evalset.case import EvalCase
+from assay.history.compact import Header
+from assay.history.stored import kept_result
+from assay.metrics.registry import MetricRegistry, default_registry
+from assay.results.captured import CapturedRows, StoredRecord
+from assay.results.collected import CaseResults
+from assay.results.model import EvalCaseResult, EvalSetResult
+from assay.results.trace_stream import INVOCATIONS, parse_invocations
+from assay.results.traces import Traces
+from assay.runner.executors.base import RunPlan
+from assay.runner.executors.local import LocalExecutor, _needs_judge
+from assay.runner.process_worker import Item, Reply, Scored, serve
+from assay.runner.scoring import ConfiguredMetric, score_case
+from assay.runner.sets import EvalSetJob, configured_metrics, set_result
+
+CHUNK = 32
+"""Cases sent to a worker in one message."""
+CHUNKS_PER_WORKER = 3
+"""Chunks sent to a worker and not yet answered, at most."""
+MAX_RESTARTS = 8
+"""Worker deaths after which no worker is started again."""
+RESTART_PAUSE_S = 0.05
+"""The pause before the first replacement worker starts (doubled after each death)."""
+
+
+class _Id(msgspec.Struct):
+    eval_id: str | None = None
+    evalId: str | None = None  # the key as camelCase files spell it
+
+
+_decode_id = msgspec.json.Decoder(_Id).decode
+
+
+def _eval_id(case: bytes) -> str:
+    """A case's eval_id from its JSON, without building the case (read whole when the JSON
+    spells it both ways, as the models then decide)."""
+    found = _decode_id(case)
+    if (found.eval_id is None) != (found.evalId is None):
+        return found.eval_id if found.eval_id is not None else str(found.evalId)
+    return EvalCase.model_validate_json(case).eval_id
+
+
+def can_fork() -> bool:
+    """Whether worker processes can be forked here (Linux: elsewhere forking a process that
+    has threads is not safe, and a spawned worker would have to read the inputs again)."""
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+
+
+@dataclass(frozen=True)
+class ProcessExecutor:
+    """Scores a deterministic run from traces in ``workers`` forked processes (see the module);
+    any other run in this process."""
+
+    workers: int = 2
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError("workers must be at least 1")
+
+    def why_local(self, jobs: Sequence[EvalSetJob], plan: RunPlan) -> str | None:
+        """Why this run is scored in this process (None when workers score it)."""
+        if self.workers < 2:
+            return "one worker"
+        if plan.agent is not None:
+            return "an agent's conversations run in this process"
+        if _needs_judge(jobs, plan.registry or default_registry()):
+            return "judged metrics are scored in this process (their calls wait on the judge)"
+        if not can_fork():
+            return f"worker processes are forked, which {sys.platform} does not support safely"
+        return None
+
+    async def run(self, jobs: Sequence[EvalSetJob], plan: RunPlan) -> list[EvalSetResult]:
+        """Score every case of every job as ``plan`` says; one result per set."""
+        if self.why_local(jobs, plan) is not None:
+            return await LocalExecutor().run(jobs, plan)
+        assert plan.traces is not None
+        registry = plan.registry or default_registry()
+        with results_kept_frozen() as finished_case:
+            pool = _Pool(self.workers, jobs, registry, plan.captures is not None)
+            try:
+                pool.start()
+                run = _Run(jobs, plan, plan.traces, registry, pool, finished_case)
+                return [await run.one_set(n, job) for n, job in enumerate(jobs)]
+            finally:
+                pool.close()
+
+
+@dataclass
+class _Worker:
+    number: int
+    process: Any
+    tasks: Connection
+    replies: Connection
+    outstanding: dict[int, list[tuple[Item, asyncio.Future[_Outcome]]]] = field(
+        default_factory=dict
+    )
+    headers: dict[int, Header] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """A case's outcome: scored by a worker (with the header its record follows), or to score
+    here (``why`` the worker could not)."""
+
+    scored: Scored | None = None
+    header: Header | None = None
+    why: str | None = None
+    died: bool = False
+    kept: EvalCaseResult | None = None
+    """The result a resumed run kept (stored as it is; no callback is told)."""
+
+
+class _Pool:
+    """The worker processes, the chunks each has, and a thread that reads their replies."""
+
+    def __init__(
+        self, size: int, jobs: Sequence[EvalSetJob], registry: MetricRegistry, recorded: bool
+    ) -> None:
+        self.size = size
+        self.jobs = jobs
+        self.registry = registry
+        self.recorded = recorded
+        self.workers: dict[int, _Worker] = {}
+        self.numbers = itertools.count()
+        self.seqs = itertools.count()
+        self.deaths = 0
+        self.retried: set[tuple[int, int, int]] = set()
+        self.changed = asyncio.Event()
+        self.loop = asyncio.get_running_loop()
+        self._stop = False
+        self._wake_r, self._wake_w = os.pipe()
+        self._reader = threading.Thread(target=self._read, name="assay-workers", daemon=True)
+
+    def start(self) -> None:
+        for _ in range(self.size):
+            self._fork()
+        self._reader.start()
+
+    def _fork(self) -> None:
+        context = multiprocessing.get_context("fork")
+        task_r, task_w = context.Pipe(duplex=False)
+        reply_r, reply_w = context.Pipe(duplex=False)
+        process = context.Process(
+            target=serve,
+            args=(self.jobs, self.registry, self.recorded, task_r, reply_w),
+            name="assay-worker",
+            daemon=True,
+        )
+        process.start()
+        task_r.close()
+        reply_w.close()
+        number = next(self.numbers)
+        self.workers[number] = _Worker(number, process, task_w, reply_r)
+        os.write(self._wake_w, b"w")
+
+    @property
+    def alive(self) -> bool:
+        return bool(self.workers)
+
+    async def send(self, chunk: list[tuple[Item, asyncio.Future[_Outcome]]]) -> None:
+        """Send ``chunk`` to the least busy worker, once one has room; scored here when no
+        worker is left."""
+        while True:
+            if not self.workers:
+                for _, future in chunk:
+                    if not future.done():
+                        future.set_result(_Outcome(why="no worker process left"))
+                return
+            worker = min(self.workers.values(), key=lambda w: len(w.outstanding))
+            if len(worker.outstanding) < CHUNKS_PER_WORKER:
+                break
+            self.changed.clear()
+            await self.changed.wait()
+        seq = next(self.seqs)
+        worker.outstanding[seq] = chunk
+        with contextlib.suppress(OSError):  # it died: its reader says so, and the chunk goes
+            worker.tasks.send((seq, [item for item, _ in chunk]))  # with its others
+
+    def _read(self) -> None:
+        """On a thread: each reply, and each worker's death, handed to the event loop. A dead
+        worker's replies are read to the last before its death is told; its reply pipe is
+        closed here (the event loop closes its task pipe)."""
+        wake = self._wake_r
+        gone: set[int] = set()
+        while not self._stop:
+            by_handle: dict[Any, _Worker] = {}
+            for worker in list(self.workers.values()):
+                if worker.number not in gone:
+                    by_handle[worker.replies] = worker
+                    by_handle[worker.process.sentinel] = worker
+            for handle in wait([*by_handle, wake], timeout=1.0):
+                if handle == wake:
+                    os.read(wake, 4096)
+                    continue
+                worker = by_handle[handle]
+                if worker.number in gone:
+                    continue
+                if handle is worker.replies and self._receive(worker):
+                    continue
+                while self._receive(worker, poll=True):
+                    pass
+                worker.process.join()
+                worker.replies.close()
+                gone.add(worker.number)
+                self._tell(self._died, worker)
+
+    def _tell(self, handler: Any, *args: Any) -> None:
+        """Call ``handler(*args)`` on the event loop (not once the pool is closing)."""
+        if self._stop:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the run is over
+            self.loop.call_soon_threadsafe(handler, *args)
+
+    def _receive(self, worker: _Worker, poll: bool = False) -> bool:
+        """Read one reply of ``worker`` (when one is there, with ``poll``); False when there
+        is none, or its pipe is closed."""
+        try:
+            if poll and not worker.replies.poll():
+                return False
+            reply: Reply = worker.replies.recv()
+        except (EOFError, OSError):
+            return False
+        self._tell(self._replied, worker, reply)
+        return True
+
+    def _replied(self, worker: _Worker, reply: Reply) -> None:
+        chunk = worker.outstanding.pop(reply[0], None)
+        if chunk is None:
+            return
+        if len(reply) == 2:
+            for _, future in chunk:
+                if not future.done():
+                    future.set_result(_Outcome(why=reply[1]))
+        else:
+            _, scored, headers = reply
+            worker.headers.update(headers)
+            for (_, future), one in zip(chunk, scored, strict=True):
+                header = worker.headers.get(one.header) if one.header is not None else None
+                if not future.done():
+                    future.set_result(_Outcome(scored=one, header=header))
+        self.changed.set()
+
+    def _died(self, worker: _Worker) -> None:
+        if self.workers.pop(worker.number, None) is None:
+            return
+        code = worker.process.exitcode
+        why = f"the worker process scoring it died (exit code {code})"
+        self.deaths += 1
+        again: list[tuple[Item, asyncio.Future[_Outcome]]] = []
+        for chunk in worker.outstanding.values():
+            for item, future in chunk:
+                key = (item.position, item.case_index, item.run)
+                if key in self.retried:
+                    future.set_result(_Outcome(why=f"{why}, twice", died=True))
+                else:
+                    self.retried.add(key)
+                    again.append((item, future))
+        worker.outstanding.clear()
+        worker.tasks.close()
+        if self.deaths <= MAX_RESTARTS:
+            pause = RESTART_PAUSE_S * 2 ** (self.deaths - 1)
+            self.loop.call_later(pause, self._replace, again)
+        else:
+            for _, future in again:
+                future.set_result(_Outcome(why=f"{why}; no worker is started again"))
+        self.changed.set()
+
+    def _replace(self, again: list[tuple[Item, asyncio.Future[_Outcome]]]) -> None:
+        if self._stop:
+            return
+        self._fork()
+        for one in again:  # one a chunk: a case that kills its worker takes no other with it
+            self.loop.create_task(self.send([one]))
+        self.changed.set()
+
+    def close(self) -> None:
+        """Stop the reader thread, then the workers (killing those that do not stop)."""
+        self._stop = True
+        os.write(self._wake_w, b"s")
+        if self._reader.is_alive():
+            self._reader.join()
+        for worker in self.workers.values():
+            with contextlib.suppress(OSError):
+                worker.tasks.send(None)
+        deadline = time.monotonic() + 5.0
+        for worker in self.workers.values():
+            worker.process.join(max(deadline - time.monotonic(), 0.0))
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+            for end in (worker.tasks, worker.replies):
+                if not end.closed:
+                    end.close()
+        self.workers.clear()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+
+class _Run:
+    """One run: each set's cases sent to the pool in chunks, results taken back in order."""
+
+    def __init__(
+        self,
+        jobs: Sequence[EvalSetJob],
+        plan: RunPlan,
+        traces: Traces,
+        registry: MetricRegistry,
+        pool: _Pool,
+        finished_case: Any,
+    ) -> None:
+        self.jobs, self.plan, self.traces = jobs, plan, traces
+        self.registry, self.pool, self.finished_case = registry, pool, finished_case
+        self.metrics: dict[int, list[ConfiguredMetric]] = {}
+        self.window = self.pool.size * CHUNKS_PER_WORKER * CHUNK + CHUNK
+
+    async def one_set(self, position: int, job: EvalSetJob) -> EvalSetResult:
+        started = time.perf_counter()
+        collected = CaseResults()
+        pending: deque[tuple[Item, asyncio.Future[_Outcome]]] = deque()
+        chunk: list[tuple[Item, asyncio.Future[_Outcome]]] = []
+        loop = asyncio.get_running_loop()
+        for item in self._items(position, job):
+            future: asyncio.Future[_Outcome] = loop.create_future()
+            kept = self._kept(job, item)
+            if kept is not None:
+                future.set_result(_Outcome(kept=kept))
+            else:
+                chunk.append((item, future))
+            pending.append((item, future))
+            if len(chunk) >= CHUNK:
+                await self.pool.send(chunk)
+                chunk = []
+            while pending and (pending[0][1].done() or len(pending) >= self.window):
+                if not pending[0][1].done() and chunk:
+                    await self.pool.send(chunk)
+                    chunk = []
+                await self._take(position, job, collected, *pending.popleft())
+        if chunk:
+            await self.pool.send(chunk)
+        while pending:
+            await self._take(position, job, collected, *pending.popleft())
+        return set_result(job, collected.close(), {}, started)
+
+    def _items(self, position: int, job: EvalSetJob) -> Iterator[Item]:
+        """Each run of each case of ``job``, as a worker is sent it."""
+        eval_set = job.loaded.eval_set
+        set_id = eval_set.eval_set_id
+        cases = eval_set.eval_cases
+        traces = self.traces
+        sources = ", ".join(traces.sources) or "the traces"
+        if isinstance(cases, SpilledSequence):
+            texts: Iterator[bytes] = cases.bodies()
+        else:
+            texts = (c.__pydantic_serializer__.to_json(c, by_alias=True) for c in cases)
+        for index, text in enumerate(texts):
+            eval_id = _eval_id(text)
+            runs = traces.raw_runs(set_id, eval_id)
+            content = traces.content_note(set_id, eval_id)
+            if not runs:
+                why = traces.problem(set_id, eval_id) or f"no trace for this case in {sources}"
+                yield Item(position, index, text, 1, None, why, None, content)
+                continue
+            spans = (None, eval_id) in traces.sessions
+            for run, found in runs:
+                body = found if isinstance(found, bytes) else INVOCATIONS.dump_json(found)
+                trace = None if spans else ["t", set_id, eval_id, run]
+                yield Item(position, index, text, run, body, None, trace, content)
+
+    def _kept(self, job: EvalSetJob, item: Item) -> EvalCaseResult | None:
+        """The result a resumed run kept for ``item``'s case and run, if any."""
+        done = self.plan.done
+        if done is None:
+            return None
+        key = (job.loaded.eval_set.eval_set_id, _eval_id(item.case), item.run)
+        if key not in done:
+            return None
+        actual = None if item.invocations is None else parse_invocations(item.invocations)
+        case = EvalCase.model_validate_json(item.case)
+        return kept_result(done, key, actual, case.conversation)
+
+    async def _take(
+        self,
+        position: int,
+        job: EvalSetJob,
+        collected: CaseResults,
+        item: Item,
+        future: asyncio.Future[_Outcome],
+    ) -> None:
+        """Store ``item``'s result in order, and tell the run's callbacks."""
+        outcome = await future
+        if outcome.kept is not None:
+            collected.append(outcome.kept)
+            return
+        if outcome.scored is not None:
+            scored = outcome.scored
+            result = EvalCaseResult.model_validate_json(scored.summary)
+            if self.plan.captures is not None and scored.record is not None:
+                stored = StoredRecord(scored.record, scored.header, outcome.header)
+                self.plan.captures[id(result)] = CapturedRows(stored=stored)
+            collected.append(result, scored.compact)
+        else:
+            result = await self._here(position, job, item, outcome)
+            collected.append(result)
+        if self.plan.on_case is not None:
+            self.plan.on_case(job, result)
+        self.finished_case()
+
+    async def _here(
+        self, position: int, job: EvalSetJob, item: Item, outcome: _Outcome
+    ) -> EvalCaseResult:
+        """``item`` scored in this process: NOT_EVALUATED when workers died scoring it, else
+        scored in full (a worker could not)."""
+        metrics = self.metrics.get(position)
+        if metrics is None:
+            folder = job.loaded.path.parent if job.loaded.path.is_file() else None
+            metrics = configured_metrics(job.config, self.registry, None, eval_set_folder=folder)
+            self.metrics[position] = metrics
+        case = EvalCase.model_validate_json(item.case)
+        actual = None if item.invocations is None else parse_invocations(item.invocations)
+        reason = item.reason
+        if outcome.died:
+            actual, reason = None, outcome.why
+        captures = self.plan.captures
+        began = time.perf_counter()
+        set_id = job.loaded.eval_set.eval_set_id
+        result = await score_case(
+            set_id, case, actual, metrics, reason, item.run, None, captures, item.content
+        )
+        result.assay.duration_s = round(time.perf_counter() - began, 6)
+        captured = captures.get(id(result)) if captures is not None else None
+        if captured is not None:
+            if item.trace is not None and actual:
+                captured.actual = (item.trace, actual)
+            if case.conversation:
+                captured.expected = ([position, item.case_index], case.conversation)
+        return result
