@@ -155,7 +155,15 @@ def _parse(body: bytes) -> EvalCaseResult:
 
 
 def _spilled_text(body: bytes) -> bytes:
-    return _indent(zlib.decompress(body))
+    text = zlib.decompress(body)
+    return text if text.startswith(b"{\n") else _indent(text)  # stored indented: as it is
+
+
+def spill_forms(result: EvalCaseResult, compact: bytes) -> tuple[bytes, bytes]:
+    """What the spill file keeps of ``result`` (its compact JSON ``compact``), made where it
+    was scored so that the run's process need not: its JSON indented as the results file holds
+    it, compressed, and its head (:meth:`CaseResults.append` takes both)."""
+    return zlib.compress(_indent(compact), 1), _head_bytes(result)
 
 
 def heads(cases: Sequence[EvalCaseResult]) -> Iterable[Head]:
@@ -217,11 +225,11 @@ class CaseResults(Sequence[EvalCaseResult]):
     def spilled(self) -> bool:
         return self._spill is not None
 
-    def append(self, result: EvalCaseResult, compact: bytes | None = None) -> None:
-        """Add the next case result. ``compact``, when given, is its JSON as the results file
-        holds it, made elsewhere (another process scored the case), and ``result`` may then be
-        its summary (without per-invocation rows, enough for the counts and its head): such a
-        result is never held as a model, so the set is spilled from it on."""
+    def append(self, result: EvalCaseResult, stored: tuple[bytes, bytes] | None = None) -> None:
+        """Add the next case result. ``stored``, when given, is what the spill file keeps of it
+        (:func:`spill_forms`), made where it was scored (in another process), and ``result`` may
+        then be its summary (without per-invocation rows: enough to count it): such a result
+        is never held as a model, so the set is spilled from it on."""
         status = result.final_eval_status
         if status in self._statuses:
             self._statuses[status] += 1
@@ -232,11 +240,23 @@ class CaseResults(Sequence[EvalCaseResult]):
         if result.assay.simulator_usage is not None:
             before = self._usage.get(SIMULATOR, TokenUsage())
             self._usage[SIMULATOR] = before + result.assay.simulator_usage
-        text = _compact(result) if compact is None else compact
+        if stored is not None:
+            if self._spill is None:
+                self._start_spilling()
+            self._buffer.append((self._key, self._count, stored[0]))
+            self._head_buffer.append((self._key, self._count, stored[1]))
+        else:
+            self._add(result)
+        if len(self._buffer) >= _FLUSH:
+            self._flush()
+        self._count += 1
+
+    def _add(self, result: EvalCaseResult) -> None:
+        """Hold ``result``, or store it in the spill file once the set is spilled (or past
+        what may be held)."""
+        text = _compact(result)
         if self._spill is None and (
-            compact is not None
-            or self._count >= self._keep
-            or self._held_bytes + len(text) > self._keep_bytes
+            self._count >= self._keep or self._held_bytes + len(text) > self._keep_bytes
         ):
             self._start_spilling()
         if self._spill is None:
@@ -245,9 +265,6 @@ class CaseResults(Sequence[EvalCaseResult]):
             self._held_bytes += len(text)
         else:
             self._store(self._count, result, text)
-            if len(self._buffer) >= _FLUSH:
-                self._flush()
-        self._count += 1
 
     @property
     def held_bytes(self) -> int:

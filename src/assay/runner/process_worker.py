@@ -29,6 +29,7 @@ from assay.evalset.case import EvalCase
 from assay.history.compact import CaseEncoder, Header, Inputs, record_header
 from assay.metrics.registry import MetricRegistry
 from assay.results.captured import Captures
+from assay.results.collected import spill_forms
 from assay.results.model import EvalCaseResult
 from assay.results.trace_stream import parse_invocations
 from assay.runner.scoring import ConfiguredMetric, score_case
@@ -58,8 +59,9 @@ class Item(NamedTuple):
 class Scored(NamedTuple):
     """One case scored: what the run stores of it."""
 
-    compact: bytes
-    """The result's JSON as the results file holds it (``exclude_none``), without indents."""
+    stored: tuple[bytes, bytes]
+    """What the spill file keeps of the result (:func:`~assay.results.collected.spill_forms`):
+    its JSON as the results file holds it, compressed, and its head."""
     summary: bytes
     """The result without its per-invocation rows, as JSON."""
     record: str | None
@@ -158,10 +160,12 @@ class _Worker:
             item.content,
         )
         result.assay.duration_s = round(time.perf_counter() - began, 6)
-        compact = result.__pydantic_serializer__.to_json(result, exclude_none=True)
+        stored = spill_forms(
+            result, result.__pydantic_serializer__.to_json(result, exclude_none=True)
+        )
         summary = _summary(result)
         if self.encoder is None or captures is None:
-            return Scored(compact, summary, None, None)
+            return Scored(stored, summary, None, None)
         captured = captures.pop(id(result), None)
         if captured is not None:
             if item.trace is not None and actual:
@@ -169,7 +173,7 @@ class _Worker:
             if case.conversation:
                 captured.expected = ([item.position, item.case_index], case.conversation)
         record = self.encoder.encode(result, captured).text
-        return Scored(compact, summary, record, record_header(record))
+        return Scored(stored, summary, record, record_header(record))
 
 
 def _summary(result: EvalCaseResult) -> bytes:

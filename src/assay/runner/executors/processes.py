@@ -11,8 +11,9 @@ for the results file, its record for the run history), so nothing is serialised 
   results and the results file have them); the run history gets each case's full record.
 * Resume: the cases a resumed run kept are read here, as the in-process executor reads them.
 * Failures: a worker that dies (killed, out of memory) is replaced, after a pause that doubles
-  with each death, and its cases are sent again, one a chunk; a case whose worker dies a second
-  time is NOT_EVALUATED with the reason, while the rest of the run goes on. After
+  with each death (up to :data:`MAX_PAUSE_S`), and its cases are sent again, each alone; a case
+  whose worker dies twice while scoring it alone is NOT_EVALUATED with the reason, while the
+  rest of the run goes on. After
   :data:`MAX_RESTARTS` deaths no worker is started again, and what is left is scored here. A
   chunk whose scoring raises is scored here too (where the error, if it is one, is the run's).
 * Where it does not apply (an agent to run, a judged metric, a system without ``fork``), the
@@ -59,10 +60,12 @@ CHUNK = 32
 """Cases sent to a worker in one message."""
 CHUNKS_PER_WORKER = 3
 """Chunks sent to a worker and not yet answered, at most."""
-MAX_RESTARTS = 8
+MAX_RESTARTS = 32
 """Worker deaths after which no worker is started again."""
 RESTART_PAUSE_S = 0.05
-"""The pause before the first replacement worker starts (doubled after each death)."""
+"""The pause before the first replacement worker starts (doubled after each death)..."""
+MAX_PAUSE_S = 2.0
+"""... up to this."""
 
 
 class _Id(msgspec.Struct):
@@ -166,7 +169,8 @@ class _Pool:
         self.numbers = itertools.count()
         self.seqs = itertools.count()
         self.deaths = 0
-        self.retried: set[tuple[int, int, int]] = set()
+        self.struck: set[tuple[int, int, int]] = set()
+        """The runs of cases a worker died scoring alone (a second time, they are not scored)."""
         self.changed = asyncio.Event()
         self.loop = asyncio.get_running_loop()
         self._stop = False
@@ -288,31 +292,37 @@ class _Pool:
         code = worker.process.exitcode
         why = f"the worker process scoring it died (exit code {code})"
         self.deaths += 1
-        again: list[tuple[Item, asyncio.Future[_Outcome]]] = []
-        for chunk in worker.outstanding.values():
-            for item, future in chunk:
+        again: list[list[tuple[Item, asyncio.Future[_Outcome]]]] = []
+        chunks = list(worker.outstanding.values())  # in the order sent, so scored
+        if chunks:  # the one it died on: which case it was is not known unless it was alone
+            if len(chunks[0]) > 1:
+                again += [[one] for one in chunks[0]]
+            else:
+                item, future = chunks[0][0]
                 key = (item.position, item.case_index, item.run)
-                if key in self.retried:
+                if key in self.struck:
                     future.set_result(_Outcome(why=f"{why}, twice", died=True))
                 else:
-                    self.retried.add(key)
-                    again.append((item, future))
+                    self.struck.add(key)
+                    again.append(chunks[0])
+        again += chunks[1:]  # not begun
         worker.outstanding.clear()
         worker.tasks.close()
         if self.deaths <= MAX_RESTARTS:
-            pause = RESTART_PAUSE_S * 2 ** (self.deaths - 1)
+            pause = min(RESTART_PAUSE_S * 2 ** (self.deaths - 1), MAX_PAUSE_S)
             self.loop.call_later(pause, self._replace, again)
         else:
-            for _, future in again:
-                future.set_result(_Outcome(why=f"{why}; no worker is started again"))
+            for chunk in again:
+                for _, future in chunk:
+                    future.set_result(_Outcome(why=f"{why}; no worker is started again"))
         self.changed.set()
 
-    def _replace(self, again: list[tuple[Item, asyncio.Future[_Outcome]]]) -> None:
+    def _replace(self, again: list[list[tuple[Item, asyncio.Future[_Outcome]]]]) -> None:
         if self._stop:
             return
         self._fork()
-        for one in again:  # one a chunk: a case that kills its worker takes no other with it
-            self.loop.create_task(self.send([one]))
+        for chunk in again:
+            self.loop.create_task(self.send(chunk))
         self.changed.set()
 
     def close(self) -> None:
@@ -439,7 +449,7 @@ class _Run:
             if self.plan.captures is not None and scored.record is not None:
                 stored = StoredRecord(scored.record, scored.header, outcome.header)
                 self.plan.captures[id(result)] = CapturedRows(stored=stored)
-            collected.append(result, scored.compact)
+            collected.append(result, scored.stored)
         else:
             result = await self._here(position, job, item, outcome)
             collected.append(result)
