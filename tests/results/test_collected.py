@@ -17,6 +17,7 @@ from assay.results.collected import (
     heads,
     keep_bytes,
     keep_cases,
+    spill_forms,
     texts,
 )
 from assay.results.model import EvalCaseResult, EvalSetResult, summarize
@@ -231,3 +232,25 @@ def test_a_console_of_spilled_results_lists_the_failing_cases_whole(
     assert failing and view.total == len(results) and view.not_passed == len(failing)
     assert view.listed == failing[:1]  # with its rows per invocation, for the details
     assert view.listed[0].eval_metric_result_per_invocation
+
+
+def test_results_stored_as_another_process_made_them_read_back_as_those_appended_whole(
+    results: list[EvalCaseResult], spill: Spill
+) -> None:
+    whole = _collected(results, len(results) + 1)  # held: the results file's texts from models
+    made_elsewhere = CaseResults(spill=spill)
+    for result in results:
+        compact = result.__pydantic_serializer__.to_json(result, exclude_none=True)
+        summary = result.model_copy(update={"eval_metric_result_per_invocation": []})
+        made_elsewhere.append(summary, spill_forms(result, compact))
+    made_elsewhere.close()
+
+    assert made_elsewhere.spilled  # never held: the summaries are not the results
+    assert list(made_elsewhere.texts()) == list(whole.texts())
+    assert list(made_elsewhere) == results
+    assert [(h.eval_id, h.final_eval_status) for h in made_elsewhere.heads()] == [
+        (r.eval_id, r.final_eval_status) for r in results
+    ]
+    assert made_elsewhere.summary == whole.summary == summarize(results)
+    assert made_elsewhere.usage == whole.usage
+    assert made_elsewhere.unevaluated_in_passed == whole.unevaluated_in_passed

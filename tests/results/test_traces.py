@@ -13,6 +13,7 @@ from google.adk.evaluation._eval_set_results_manager_utils import parse_eval_set
 from pydantic.alias_generators import to_camel
 
 from assay.errors import TracesError
+from assay.results.trace_stream import parse_invocations
 from assay.results.traces import Traces, load_traces
 
 CASE_LENGTHS = {
@@ -293,6 +294,26 @@ def test_a_first_streamed_files_index_is_taken_as_it_is_and_a_later_file_still_w
     forecast, greeting = merged.get("s", "forecast_paris"), merged.get("s", "greeting")
     assert forecast is not None and forecast[0].invocation_id == "replaced"
     assert greeting is not None and len(greeting) == CASE_LENGTHS["greeting"]
+
+
+@pytest.mark.parametrize("stream_mb", ["0", "100"], ids=["streamed", "held"])
+def test_raw_runs_give_a_spilled_runs_json_unparsed_and_a_held_runs_invocations(
+    tmp_path: Path, mapping: dict[str, Any], monkeypatch: pytest.MonkeyPatch, stream_mb: str
+) -> None:
+    """What a worker process is sent: a streamed file's runs as the spill file holds them."""
+    monkeypatch.setenv("ASSAY_STREAM_MB", stream_mb)
+    again = copy.deepcopy(mapping["greeting"])
+    again[0]["invocation_id"] = "second run"
+    traces = load_traces([write(tmp_path / "t.json", {**mapping, "greeting#run2": again})])
+
+    raw = traces.raw_runs("s", "greeting")
+
+    assert [run for run, _ in raw] == [1, 2]
+    parsed = [parse_invocations(r) if isinstance(r, bytes) else r for _, r in raw]
+    assert all(isinstance(r, bytes) == (stream_mb == "0") for _, r in raw)
+    assert parsed == [invocations for _, invocations in traces.runs("s", "greeting")]
+    assert parsed[1][0].invocation_id == "second run"
+    assert traces.raw_runs("s", "no such case") == []
 
 
 def test_problems_in_several_traces_files_are_all_reported(tmp_path: Path) -> None:
