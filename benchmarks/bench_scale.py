@@ -113,7 +113,10 @@ BLOCK_PAIRS = 3000  # invocation pairs generated at a time (about 1,000 cases)
 ASSAY = "assay"
 ASSAY_HISTORY = "assay, history"
 ASSAY_JSONL = "assay, jsonl"
+ASSAY_WORKERS = "assay, workers"
+ASSAY_JSONL_WORKERS = "assay, jsonl, w"
 ADK = "ADK"
+SIDE_NAMES = (ASSAY, ASSAY_HISTORY, ASSAY_JSONL, ASSAY_WORKERS, ASSAY_JSONL_WORKERS, ADK)
 TOP = 15
 FRAMES = 8  # frames kept per traced allocation
 
@@ -151,9 +154,15 @@ def _eval_id(index: int) -> str:
     return f"case_{index:07d}"
 
 
-def write_inputs(n: int, seed: int, folder: Path) -> Inputs:
-    """Write the eval set (JSON and JSONL), the traces and the config for ``n`` cases."""
+def write_inputs(n: int, seed: int, folder: Path, reuse: bool = False) -> Inputs:
+    """Write the eval set (JSON and JSONL), the traces and the config for ``n`` cases (with
+    ``reuse``, not when ``folder`` has those of the same ``n`` and ``seed`` already)."""
     folder.mkdir(parents=True, exist_ok=True)
+    marker = folder / "inputs.json"
+    if reuse and marker.is_file():
+        written = json.loads(marker.read_text(encoding="utf-8"))
+        if (written["n"], written["seed"]) == (n, seed):
+            return Inputs(**{**written["inputs"], "folder": folder, **_paths(folder)})
     inputs = Inputs(
         folder,
         folder / "bench.evalset.json",
@@ -184,7 +193,15 @@ def write_inputs(n: int, seed: int, folder: Path) -> Inputs:
         evalset.write("\n]}\n")
         traces.write("\n}\n")
     inputs.config.write_text(json.dumps(CONFIG, indent=2) + "\n", encoding="utf-8")
+    found = {"cases": n, "invocations": invocations}
+    marker.write_text(json.dumps({"n": n, "seed": seed, "inputs": found}), encoding="utf-8")
     return Inputs(**{**asdict(inputs), "invocations": invocations})
+
+
+def _paths(folder: Path) -> dict[str, Path]:
+    names = ("evalset", "jsonl", "traces", "config")
+    files = ("bench.evalset.json", "bench.evalset.jsonl", "bench.traces.json", "test_config.json")
+    return {name: folder / file for name, file in zip(names, files, strict=True)}
 
 
 # --------------------------------------------------------------------------- the ADK side
@@ -353,6 +370,9 @@ class Measure:
     cases: int = 0
     passed: int = 0
     failed: int = 0
+    tree_rss_mb: float = 0.0
+    """The most its processes held together (sampled every 0.25 s): with ``--workers``, the
+    run's process and its workers; ``max_rss_mb`` is the largest one alone."""
 
 
 @dataclass
@@ -424,17 +444,41 @@ def measure(command: Sequence[str], cwd: Path, log: Path, timeout: float) -> Mea
             env=env,
             start_new_session=True,
         )
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # the group this call started, timer and all
-            proc.wait()
+        tree = 0
+        while proc.poll() is None:
+            if time.perf_counter() - started > timeout:
+                os.killpg(proc.pid, signal.SIGKILL)  # the group this call started, timer and all
+                proc.wait()
+                break
+            tree = max(tree, _tree_rss(proc.pid))
+            time.sleep(0.25)
         wall = time.perf_counter() - started
     try:
         cpu, kb, code = _read_stats(stats)
     except (OSError, KeyError, ValueError):
         return Measure(wall_s=wall, cpu_s=0.0, max_rss_mb=0.0, code=proc.returncode)
-    return Measure(wall_s=wall, cpu_s=cpu, max_rss_mb=kb / 1024, code=code)
+    return Measure(
+        wall_s=wall, cpu_s=cpu, max_rss_mb=kb / 1024, code=code, tree_rss_mb=tree / 2**20
+    )
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _tree_rss(pid: int) -> int:
+    """Bytes resident in ``pid``'s descendants (not itself: the timer), read from /proc; 0
+    where there is no /proc."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+            if current != pid:
+                total += int(Path(f"/proc/{current}/statm").read_text().split()[1]) * _PAGE
+        except (OSError, ValueError, IndexError):
+            continue
+        todo += [int(child) for child in children]
+    return total
 
 
 _STATUS = re.compile(rb'"final_eval_status":\s*(\d)')
@@ -454,7 +498,9 @@ def _assay_command() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "assay.cli.main"]
 
 
-def _commands(inputs: Inputs, names: Sequence[str]) -> dict[str, tuple[list[str], Path]]:
+def _commands(
+    inputs: Inputs, names: Sequence[str], workers: int = 2
+) -> dict[str, tuple[list[str], Path]]:
     folder = inputs.folder
 
     def assay(evalset: Path, output: str, *extra: str) -> tuple[list[str], Path]:
@@ -469,6 +515,12 @@ def _commands(inputs: Inputs, names: Sequence[str]) -> dict[str, tuple[list[str]
         ASSAY: assay(inputs.evalset, "assay.results.json", "--no-history"),
         ASSAY_HISTORY: assay(inputs.evalset, "history.results.json", "--history-file", history),
         ASSAY_JSONL: assay(inputs.jsonl, "jsonl.results.json", "--no-history"),
+        ASSAY_WORKERS: assay(
+            inputs.evalset, "workers.results.json", "--no-history", "--workers", str(workers)
+        ),
+        ASSAY_JSONL_WORKERS: assay(
+            inputs.jsonl, "jsonl_w.results.json", "--no-history", "--workers", str(workers)
+        ),
         ADK: ([*adk, str(inputs.traces), str(inputs.config), str(adk_out)], adk_out),
     }
     return {name: everything[name] for name in names}
@@ -529,11 +581,13 @@ def run(
     names: Sequence[str] = (ASSAY, ASSAY_HISTORY, ASSAY_JSONL, ADK),
     timeout: float = 600.0,
     say: TextIO | None = None,
+    workers: int = 2,
+    reuse: bool = False,
 ) -> Report:
-    """Write the inputs for ``n`` cases into ``folder`` and measure each side ``repeat`` times,
-    in turn."""
+    """Write the inputs for ``n`` cases into ``folder`` (``reuse``: unless they are there) and
+    measure each side ``repeat`` times, in turn (``workers``: the workers sides' ``--workers``)."""
     started = time.perf_counter()
-    inputs = write_inputs(n, seed, folder)
+    inputs = write_inputs(n, seed, folder, reuse)
     (folder / "adk_driver.py").write_text(ADK_DRIVER, encoding="utf-8")
     size = sum(p.stat().st_size for p in (inputs.evalset, inputs.traces)) / 2**20
     if say:
@@ -543,7 +597,7 @@ def run(
             file=say,
             flush=True,
         )
-    commands = _commands(inputs, names)
+    commands = _commands(inputs, names, workers)
     sides = {name: Side(name) for name in commands}
     for attempt in range(repeat):
         for name, (command, output) in commands.items():
@@ -566,7 +620,7 @@ def print_report(report: Report, seed: int, repeat: int) -> None:
         f"inputs {report.input_mb:.1f} MB; median of {repeat}"
     )
     print(
-        f"{'side':<16}{'wall s':>9}{'CPU s':>9}{'max RSS MB':>12}{'exit':>6}"
+        f"{'side':<16}{'wall s':>9}{'CPU s':>9}{'max RSS MB':>12}{'all MB':>8}{'exit':>6}"
         f"{'cases':>9}{'passed':>8}{'failed':>8}{'time/ADK':>10}{'RSS/ADK':>9}"
     )
     for name, side in report.sides.items():
@@ -578,7 +632,8 @@ def print_report(report: Report, seed: int, repeat: int) -> None:
         )
         print(
             f"{name:<16}{side.median('wall_s'):>9.2f}{side.median('cpu_s'):>9.2f}"
-            f"{side.median('max_rss_mb'):>12.1f}{side.runs[-1].code:>6}"
+            f"{side.median('max_rss_mb'):>12.1f}{side.median('tree_rss_mb'):>8.1f}"
+            f"{side.runs[-1].code:>6}"
             f"{cases:>9}{passed:>8}{failed:>8}{ratios}"
         )
     if not report.complete:
@@ -778,10 +833,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--sides",
         nargs="+",
-        choices=(ASSAY, ASSAY_HISTORY, ASSAY_JSONL, ADK),
-        help="the sides to run (default: all four; ADK's 50,000-case run takes 17 GB)",
+        choices=SIDE_NAMES,
+        help="the sides to run (default: all but the workers' two; ADK's 50,000-case run takes 17 GB)",
     )
     parser.add_argument("--keep", type=Path, help="write the inputs here and keep them")
+    parser.add_argument(
+        "--reuse", action="store_true", help="with --keep: use the inputs there, if written"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 2, help="the workers sides' --workers"
+    )
     parser.add_argument("--profile", action="store_true", help="profile assay's memory instead")
     parser.add_argument("--profile-n", type=int, nargs="+", default=[5000, 20000])
     parser.add_argument("--profile-child", type=Path, help=argparse.SUPPRESS)
@@ -799,7 +860,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         reports = []
         for n in args.n:
             print(f"N = {n}:", flush=True)
-            report = run(n, args.seed, repeat, base / f"n{n}", names, args.timeout, sys.stdout)
+            folder = base / f"n{n}"
+            report = run(
+                n,
+                args.seed,
+                repeat,
+                folder,
+                names,
+                args.timeout,
+                sys.stdout,
+                args.workers,
+                args.reuse and args.keep is not None,
+            )
             print_report(report, args.seed, repeat)
             reports.append(report)
         if args.json:

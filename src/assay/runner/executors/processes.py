@@ -28,6 +28,8 @@ import contextlib
 import itertools
 import multiprocessing
 import os
+import pickle
+import queue
 import sys
 import threading
 import time
@@ -132,6 +134,10 @@ class ProcessExecutor:
 
 @dataclass
 class _Worker:
+    """One worker process: the chunks it has, and a thread that writes what it is sent to its
+    pipe (a chunk is larger than a pipe holds: written from the event loop, it would hold the
+    loop until the worker got to it, while the other workers wait for theirs)."""
+
     number: int
     process: Any
     tasks: Connection
@@ -140,6 +146,29 @@ class _Worker:
         default_factory=dict
     )
     headers: dict[int, Header] = field(default_factory=dict)
+    outbox: queue.SimpleQueue[bytes | None] = field(default_factory=queue.SimpleQueue)
+    sender: threading.Thread | None = None
+
+    def start_sending(self) -> None:
+        self.sender = threading.Thread(target=self._send, name="assay-worker-send", daemon=True)
+        self.sender.start()
+
+    def _send(self) -> None:
+        """On its thread: each message of the outbox written to the worker's pipe, until None
+        comes or the pipe breaks (the worker died); then the pipe is closed."""
+        try:
+            while (message := self.outbox.get()) is not None:
+                self.tasks.send_bytes(message)
+        except OSError:
+            pass
+        finally:
+            self.tasks.close()
+
+    def stop_sending(self, *, told: bool) -> None:
+        """End the sending thread (after telling the worker to stop, when ``told``)."""
+        if told:
+            self.outbox.put(pickle.dumps(None))
+        self.outbox.put(None)
 
 
 @dataclass(frozen=True)
@@ -166,6 +195,7 @@ class _Pool:
         self.registry = registry
         self.recorded = recorded
         self.workers: dict[int, _Worker] = {}
+        self.dead: list[_Worker] = []
         self.numbers = itertools.count()
         self.seqs = itertools.count()
         self.deaths = 0
@@ -196,7 +226,8 @@ class _Pool:
         task_r.close()
         reply_w.close()
         number = next(self.numbers)
-        self.workers[number] = _Worker(number, process, task_w, reply_r)
+        worker = self.workers[number] = _Worker(number, process, task_w, reply_r)
+        worker.start_sending()
         os.write(self._wake_w, b"w")
 
     @property
@@ -219,8 +250,7 @@ class _Pool:
             await self.changed.wait()
         seq = next(self.seqs)
         worker.outstanding[seq] = chunk
-        with contextlib.suppress(OSError):  # it died: its reader says so, and the chunk goes
-            worker.tasks.send((seq, [item for item, _ in chunk]))  # with its others
+        worker.outbox.put(pickle.dumps((seq, [item for item, _ in chunk]), pickle.HIGHEST_PROTOCOL))
 
     def _read(self) -> None:
         """On a thread: each reply, and each worker's death, handed to the event loop. A dead
@@ -307,7 +337,8 @@ class _Pool:
                     again.append(chunks[0])
         again += chunks[1:]  # not begun
         worker.outstanding.clear()
-        worker.tasks.close()
+        worker.stop_sending(told=False)
+        self.dead.append(worker)
         if self.deaths <= MAX_RESTARTS:
             pause = min(RESTART_PAUSE_S * 2 ** (self.deaths - 1), MAX_PAUSE_S)
             self.loop.call_later(pause, self._replace, again)
@@ -332,17 +363,20 @@ class _Pool:
         if self._reader.is_alive():
             self._reader.join()
         for worker in self.workers.values():
-            with contextlib.suppress(OSError):
-                worker.tasks.send(None)
+            worker.stop_sending(told=True)
         deadline = time.monotonic() + 5.0
         for worker in self.workers.values():
             worker.process.join(max(deadline - time.monotonic(), 0.0))
             if worker.process.is_alive():
                 worker.process.kill()
                 worker.process.join()
-            for end in (worker.tasks, worker.replies):
-                if not end.closed:
-                    end.close()
+            if worker.sender is not None:
+                worker.sender.join()
+            if not worker.replies.closed:
+                worker.replies.close()
+        for worker in self.dead:
+            if worker.sender is not None:
+                worker.sender.join()
         self.workers.clear()
         os.close(self._wake_r)
         os.close(self._wake_w)
