@@ -293,11 +293,11 @@ def _invoked_as() -> str:
 )
 @click.option(
     "--workers",
-    type=click.IntRange(1, 512),
-    default=1,
+    default="auto",
     show_default=True,
-    help="Score a deterministic run from --traces in this many processes (Linux): for large "
-    "recorded sets, one per core. A run with judged metrics or an agent runs in one.",
+    metavar="N|auto",
+    help="Processes that score a deterministic run from --traces (Linux); auto: one per core, "
+    "up to 8, from 2,000 cases. A run with judged metrics or an agent runs in one.",
 )
 @click.option(
     "--ray-address",
@@ -397,7 +397,8 @@ def _inputs(params: dict[str, Any]) -> EvalInputs:
             "and each worker would hold a cap of its own; use --max-cost with --executor local",
             param_hint="'--max-cost'",
         )
-    if params["workers"] > 1 and params["executor"] == "ray":
+    params["workers"] = _workers(params["workers"])
+    if params["workers"] not in (None, 1) and params["executor"] == "ray":
         raise click.BadParameter(  # Ray has workers of its own
             "cannot be used with --executor ray: the cluster's workers score the cases; use "
             "--workers with --executor local",
@@ -423,6 +424,21 @@ def _inputs(params: dict[str, Any]) -> EvalInputs:
     )
 
 
+def _workers(given: str) -> int | None:
+    """``--workers``: a number of processes, or None for ``auto``."""
+    if given.strip().lower() == "auto":
+        return None
+    try:
+        number = int(given)
+    except ValueError:
+        number = 0
+    if not 1 <= number <= 512:
+        raise click.BadParameter(
+            f"expected auto or a number from 1 to 512; got {given!r}", param_hint="'--workers'"
+        )
+    return number
+
+
 def _trace_filters(given: Sequence[str]) -> tuple[tuple[str, str], ...]:
     """``--trace-filter ATTR=VALUE`` options as pairs (a usage error without ``=``)."""
     pairs = []
@@ -445,7 +461,7 @@ def _options(params: dict[str, Any]) -> RunOptions:
         from assay.runner.executors.ray import RayExecutor
 
         executor = RayExecutor(address=params["ray_address"])
-    elif params["workers"] > 1:
+    elif params["workers"] != 1:
         from assay.runner.executors.processes import ProcessExecutor
 
         executor = ProcessExecutor(params["workers"])

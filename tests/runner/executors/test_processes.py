@@ -24,6 +24,7 @@ from assay.results.model import EvalCaseResult
 from assay.results.traces import load_traces
 from assay.runner import process_worker
 from assay.runner.evaluate import EvalSetJob, evaluate_sync
+from assay.runner.executors import processes
 from assay.runner.executors.base import RunPlan
 from assay.runner.executors.processes import ProcessExecutor, can_fork
 
@@ -290,6 +291,7 @@ def test_a_run_with_an_agent_or_a_judge_is_scored_in_this_process(tmp_path: Path
 
     assert "judged metrics" in str(ProcessExecutor(4).why_local(jobs, plan))
     assert ProcessExecutor(1).why_local(jobs, plan) == "one worker"
+    assert ProcessExecutor(None).chosen(jobs) == 1  # auto: fewer cases than workers pay for
     with pytest.raises(ValueError, match="at least 1"):
         ProcessExecutor(0)
 
@@ -301,3 +303,36 @@ def test_workers_with_the_ray_executor_is_a_usage_error(run_cli: RunCli, tmp_pat
 
     assert run.code == 2
     assert "--workers" in run.err and "--executor ray" in run.err
+
+
+@pytest.mark.parametrize("given", ["0", "many", "-3"])
+def test_workers_must_be_auto_or_a_number_from_one(
+    run_cli: RunCli, tmp_path: Path, given: str
+) -> None:
+    args = _write_run(tmp_path)
+
+    run = run_cli("eval", *args, "--workers", given, "--no-history")
+
+    assert run.code == 2
+    assert f"expected auto or a number from 1 to 512; got '{given}'" in run.err
+
+
+def test_auto_scores_a_large_deterministic_run_in_a_worker_a_core(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(processes, "AUTO_MIN_CASES", 100)
+    monkeypatch.setattr(processes, "usable_cores", lambda: 3)
+    forked: list[int] = []
+    start = processes._Pool.start
+    monkeypatch.setattr(
+        processes._Pool, "start", lambda pool: (forked.append(pool.size), start(pool))
+    )
+    args = _write_run(tmp_path)
+    jobs = [EvalSetJob(load_eval_set(args[0]), parse_config(json.loads(Path(args[4]).read_text())))]
+
+    [result] = evaluate_sync(
+        jobs, load_traces([args[2]]), executor=ProcessExecutor(None), progress=False
+    )
+
+    assert forked == [3]
+    assert len(result.eval_case_results) == CASES + 1

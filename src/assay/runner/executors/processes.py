@@ -93,20 +93,41 @@ def can_fork() -> bool:
     return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
 
 
+AUTO_MIN_CASES = 2000
+"""The fewest cases for which ``workers=None`` starts workers (below, their start and the
+messages cost about what they save)."""
+AUTO_MAX_WORKERS = 8
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 @dataclass(frozen=True)
 class ProcessExecutor:
     """Scores a deterministic run from traces in ``workers`` forked processes (see the module);
-    any other run in this process."""
+    any other run in this process. ``workers=None`` chooses: one a usable core (at most
+    :data:`AUTO_MAX_WORKERS`) for a run of :data:`AUTO_MIN_CASES` cases or more, else none."""
 
-    workers: int = 2
+    workers: int | None = 2
 
     def __post_init__(self) -> None:
-        if self.workers < 1:
+        if self.workers is not None and self.workers < 1:
             raise ValueError("workers must be at least 1")
+
+    def chosen(self, jobs: Sequence[EvalSetJob]) -> int:
+        """How many workers score ``jobs``' cases."""
+        if self.workers is not None:
+            return self.workers
+        cases = sum(len(job.loaded.eval_set.eval_cases) for job in jobs)
+        return min(usable_cores(), AUTO_MAX_WORKERS) if cases >= AUTO_MIN_CASES else 1
 
     def why_local(self, jobs: Sequence[EvalSetJob], plan: RunPlan) -> str | None:
         """Why this run is scored in this process (None when workers score it)."""
-        if self.workers < 2:
+        if self.chosen(jobs) < 2:
             return "one worker"
         if plan.agent is not None:
             return "an agent's conversations run in this process"
@@ -123,7 +144,7 @@ class ProcessExecutor:
         assert plan.traces is not None
         registry = plan.registry or default_registry()
         with results_kept_frozen() as finished_case:
-            pool = _Pool(self.workers, jobs, registry, plan.captures is not None)
+            pool = _Pool(self.chosen(jobs), jobs, registry, plan.captures is not None)
             try:
                 pool.start()
                 run = _Run(jobs, plan, plan.traces, registry, pool, finished_case)
