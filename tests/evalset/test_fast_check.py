@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from assay.evalset.fast_check import surely_invocations
+from assay.evalset.case import EvalCase
+from assay.evalset.fast_check import surely_case_json, surely_invocations
 from assay.evalset.invocation import Invocation
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -132,5 +133,89 @@ def test_on_every_fixture_conversation_the_check_agrees_with_the_models_when_it_
             if surely_invocations(conversation):
                 accepted += 1
                 assert _models_accept(conversation), path
+
+    assert accepted >= 5
+
+
+CASE: dict[str, Any] = {
+    "eval_id": "weather",
+    "conversation": [RECORDED, STATIC],
+    "session_input": {"app_name": "travel", "user_id": "u1", "state": {"tier": "gold"}},
+    "creation_timestamp": 3,
+    "rubrics": [{"rubric_id": "r", "rubric_content": {"text_property": "is brief"}}],
+    "final_session_state": {"done": True},
+}
+
+
+def _case_models_accept(text: str) -> EvalCase | None:
+    try:
+        return EvalCase.model_validate_json(text)
+    except ValidationError:
+        return None
+
+
+def test_whatever_the_case_check_accepts_the_models_accept_with_its_id_and_app() -> None:
+    assert surely_case_json(json.dumps(CASE)) == ("weather", "travel")
+    accepted = 0
+    for mutated in _mutations(copy.deepcopy(CASE)):
+        text = json.dumps(mutated)
+        seen = surely_case_json(text)
+        if seen is not None:
+            accepted += 1
+            case = _case_models_accept(text)
+            assert case is not None, text[:300]
+            app = case.session_input.app_name if case.session_input else None
+            assert seen == (case.eval_id, app)
+
+    assert accepted > 10
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"evalId": "c", "conversation": []}',  # camelCase: the models read it
+        '{"eval_id": "c", "conversation_scenario": {"starting_prompt": "a", '
+        '"conversation_plan": "b"}}',  # a scenario
+        '{"eval_id": "c", "conversation": null}',
+        '{"eval_id": "c", "conversation": [], "conversation_scenario": null}',
+        '{"eval_id": "c", "conversation": [], "creation_timestamp": "3"}',
+        '{"eval_id": "c", "conversation": []} x',
+    ],
+)
+def test_what_the_case_check_is_unsure_of_is_left_to_the_models(text: str) -> None:
+    assert surely_case_json(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"eval_id": "\\ud800", "conversation": []}',  # a lone surrogate
+        '{"eval_id": "c", "conversation": [], "eval_id": 3}',  # a key given twice
+        '{"eval_id": "c", "conversation": [], "eval_id": "d"}',
+        '{"eval_id": "c", "conversation": [], "creation_timestamp": 1e400}',
+        '{"eval_id": "c", "conversation": [], "creation_timestamp": 123456789012345678901}',
+    ],
+)
+def test_on_text_parsers_may_read_differently_the_case_check_accepts_only_what_the_models_do(
+    text: str,
+) -> None:
+    seen = surely_case_json(text)
+    case = _case_models_accept(text)
+    assert seen is None or (case is not None and seen == (case.eval_id, None))
+
+
+def test_on_every_fixture_case_the_case_check_agrees_with_the_models_when_it_accepts() -> None:
+    accepted = 0
+    for path in sorted(FIXTURES.rglob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        cases = data.get("eval_cases") if isinstance(data, dict) else None
+        for case in cases if isinstance(cases, list) else ():
+            text = json.dumps(case)
+            if surely_case_json(text) is not None:
+                accepted += 1
+                assert _case_models_accept(text) is not None, path
 
     assert accepted >= 5

@@ -17,6 +17,8 @@ from assay.cli.options import max_cases_option
 from assay.cli.output import EXIT_FAILED, EXIT_OK, make_console
 
 if TYPE_CHECKING:  # imported where used: `assay eval --help` imports none of them
+    from rich.console import Console
+
     from assay.report.publish import Outputs
     from assay.runner.executors.base import Executor
     from assay.runner.options import RunOptions
@@ -321,6 +323,7 @@ def eval_command(eval_sets: tuple[str, ...], **params: Any) -> None:
     inputs = _inputs(params)
     options = _options(params)
     console = make_console()
+    options = _telling(options, console)
     with viewing(params, console) as view:  # --view: the run watched in `assay view`
         shown = Shown(console, params["show_progress"], options, params["history_file"])
         if options.judge_batch:  # its batches shown with the run's progress
@@ -422,6 +425,23 @@ def _inputs(params: dict[str, Any]) -> EvalInputs:
         sample=params["sample"],
         trace_filters=_trace_filters(params["trace_filters"]),
     )
+
+
+def _telling(options: RunOptions, console: Console) -> RunOptions:
+    """``options`` whose worker processes say on ``console`` how the run is scored."""
+    from dataclasses import replace
+
+    from rich.markup import escape
+
+    from assay.runner.executors.processes import ProcessExecutor
+
+    if not isinstance(options.executor, ProcessExecutor):
+        return options
+
+    def told(line: str) -> None:
+        console.print(f"[dim]{escape(line)}[/]")
+
+    return replace(options, executor=replace(options.executor, told=told))
 
 
 def _workers(given: str) -> int | None:

@@ -1,4 +1,5 @@
-"""A fast check of actual invocations' JSON (msgspec), without building the models.
+"""A fast check of actual invocations' and eval cases' JSON (msgspec), without building the
+models.
 
 A streamed traces file is checked in full as it is read, so that every problem is reported
 before scoring starts, and each case's invocations are built into models when the case is
@@ -144,6 +145,41 @@ def surely_invocations_json(body: bytes) -> bool:
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return False
     return all(_one_shape(invocation.intermediate_data) for invocation in checked)
+
+
+class _SessionInput(_Model):
+    app_name: str
+    user_id: str
+    session_id: str | None = None
+    state: JsonObject = msgspec.field(default_factory=dict)
+
+
+class _StaticCase(_Model, kw_only=True):
+    """An eval case with a static conversation (a scenario is left to the models)."""
+
+    eval_id: str
+    conversation: list[_Invocation]
+    session_input: _SessionInput | None = None
+    creation_timestamp: float = 0.0
+    rubrics: list[_Rubric] | None = None
+    final_session_state: JsonObject | None = None
+
+
+_CASE_DECODER = msgspec.json.Decoder(_StaticCase, strict=True)
+
+
+def surely_case_json(body: bytes | str) -> tuple[str, str | None] | None:
+    """The ``eval_id`` and app name of the case whose JSON text is ``body``, when the models
+    surely accept it; None says only that pydantic must be asked. (A streamed eval set keeps no
+    more of a case as it is read; the case is built when it is scored.)"""
+    try:
+        case = _CASE_DECODER.decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return None
+    if not all(_one_shape(invocation.intermediate_data) for invocation in case.conversation):
+        return None
+    session = case.session_input
+    return case.eval_id, session.app_name if session is not None else None
 
 
 def surely_invocations(data: Any) -> bool:

@@ -28,6 +28,7 @@ from assay._internal.json_stream import (
 from assay._internal.spill import Spill, SpilledSequence, key_under, shared_spill
 from assay.errors import EvalSetError, Problem
 from assay.evalset.case import EvalCase, EvalSet
+from assay.evalset.fast_check import surely_case_json
 from assay.evalset.reading import (
     EVAL_CASE,
     EVAL_SET,
@@ -45,6 +46,9 @@ _CASES_KEYS = frozenset({"eval_cases", "evalCases"})
 _BEFORE_CASES = frozenset({"eval_set_id", "evalSetId", "name", "description"})
 """EvalSet's fields before ``eval_cases``: pydantic reports their problems before the cases'."""
 _BATCH = 512
+
+Seen = tuple[str, str | None]
+"""What a streamed set keeps of a case as it is read: its eval_id and app name."""
 _IDS = "case-id"
 """The spill kind a streamed set's eval ids are stored under (key: the set's key and the id)."""
 
@@ -67,12 +71,13 @@ class _SpilledCases:
         self._duplicates: list[Problem] | None = None
         self._failed = False
 
-    def add(self, case: EvalCase, body: bytes) -> None:
-        if self.app_name is None and case.session_input and case.session_input.app_name:
-            self.app_name = case.session_input.app_name
+    def add(self, case: Seen, body: bytes) -> None:
+        eval_id, app_name = case
+        if self.app_name is None and app_name:
+            self.app_name = app_name
         if not self._failed:
             self._batch.append((self.key, self.count, body))
-            self._ids.append((key_under(self.key, case.eval_id), self.count, b""))
+            self._ids.append((key_under(self.key, eval_id), self.count, b""))
             if len(self._batch) >= _BATCH:
                 self._flush()
         self.count += 1
@@ -134,9 +139,9 @@ def load_jsonl_streamed(path: Path) -> LoadedEvalSet:
                 if not line.strip():
                     continue
                 first_line = first_line or number
-                case = _case_of_text(line)
-                if case is not None:
-                    cases.add(case, line.strip().encode("utf-8"))
+                seen = _case_of_text(line)
+                if seen is not None:
+                    cases.add(seen, line.strip().encode("utf-8"))
                     continue
                 where = f"line {number}"
                 try:
@@ -145,7 +150,7 @@ def load_jsonl_streamed(path: Path) -> LoadedEvalSet:
                     if case is None:
                         header, header_line = data, number
                     else:
-                        cases.add(case, line.strip().encode("utf-8"))
+                        cases.add(_seen(case), line.strip().encode("utf-8"))
                 except EvalSetError as exc:
                     problems.extend(at_line(p, where) for p in exc.problems)
                     cases.fail()
@@ -167,14 +172,22 @@ def load_jsonl_streamed(path: Path) -> LoadedEvalSet:
     return LoadedEvalSet(eval_set, path, "jsonl", tuple(cases.duplicates), streamed=True)
 
 
-def _case_of_text(text: str | bytes) -> EvalCase | None:
-    """The case the JSON ``text`` holds, checked by pydantic in one step (parsed as
-    :func:`~assay._internal.files.parse_json` parses it), or None for the two-step reading to
-    judge (and word the problems of) what it refuses."""
+def _case_of_text(text: str | bytes) -> Seen | None:
+    """What is kept of the case the JSON ``text`` holds, checked in one step (by
+    :func:`~assay.evalset.fast_check.surely_case_json`, else by pydantic, which parses as
+    :func:`~assay._internal.files.parse_json` does), or None for the two-step reading to judge
+    (and word the problems of) what it refuses."""
+    seen = surely_case_json(text)
+    if seen is not None:
+        return seen
     try:
-        return EVAL_CASE.validate_json(text)
+        return _seen(EVAL_CASE.validate_json(text))
     except ValidationError:
         return None
+
+
+def _seen(case: EvalCase) -> Seen:
+    return case.eval_id, case.session_input.app_name if case.session_input else None
 
 
 def load_object_streamed(path: Path) -> LoadedEvalSet:
@@ -226,9 +239,9 @@ def _case_of_span(
     body: bytes, where: tuple[str, int], cases: _SpilledCases, problems: list[Problem]
 ) -> None:
     """Check one case's text and store it (its problems into ``problems``)."""
-    case = None if yajl_unsure(body) else _case_of_text(body)
-    if case is not None:
-        cases.add(case, body)
+    seen = None if yajl_unsure(body) else _case_of_text(body)
+    if seen is not None:
+        cases.add(seen, body)
         return
     item = built(body)
     try:
@@ -236,7 +249,7 @@ def _case_of_span(
     except EvalSetError as exc:
         problems.extend(exc.problems)
         return
-    cases.add(case, pydantic_core.to_json(item))
+    cases.add(_seen(case), pydantic_core.to_json(item))
 
 
 def _object_loaded(
@@ -282,7 +295,7 @@ def _object_by_events(path: Path) -> LoadedEvalSet:
                 except EvalSetError as exc:
                     problems.extend(exc.problems)
                     continue
-                cases.add(case, pydantic_core.to_json(item))
+                cases.add(_seen(case), pydantic_core.to_json(item))
         problems += after
         if problems or meta is None:
             raise EvalSetError(problems)

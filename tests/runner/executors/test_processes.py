@@ -120,6 +120,8 @@ def test_workers_give_the_results_file_console_and_history_one_process_gives(
     assert statuses["case_0003"] == statuses["case_0004"] == EvalStatus.NOT_EVALUATED
     assert statuses["case_0005"] == EvalStatus.FAILED and statuses["case_0001"] == EvalStatus.PASSED
     console = [re.sub(r"\d{8}-\d{6}-[0-9a-f]{4}", "RUN", runs[w].out) for w in (1, 2)]
+    assert "scored by 2 worker processes\n" in console[1]
+    console[1] = console[1].replace("scored by 2 worker processes\n", "")
     assert console[1] == console[0].replace("w1.", "w2.")  # the table, summary and warnings
     assert _stored(tmp_path / "w2.sqlite") == _stored(tmp_path / "w1.sqlite")
 
@@ -294,6 +296,18 @@ def test_a_run_with_an_agent_or_a_judge_is_scored_in_this_process(tmp_path: Path
     assert ProcessExecutor(None).chosen(jobs) == 1  # auto: fewer cases than workers pay for
     with pytest.raises(ValueError, match="at least 1"):
         ProcessExecutor(0)
+
+
+def test_workers_given_for_a_judged_run_say_it_is_scored_in_one_process(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    args = _write_run(tmp_path, {"final_response_match_v2": 0.5})
+
+    run = run_cli("eval", *args, "--workers", "3", "--no-history", "--max-cases", "0")
+
+    assert run.code in (0, 1), run.output
+    expected = "--workers 3: scored in one process, as judged metrics are scored in one"
+    assert expected in " ".join(run.out.split())
 
 
 def test_workers_with_the_ray_executor_is_a_usage_error(run_cli: RunCli, tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ class LocalExecutor:
             run.finished_case = finished_case
             judges = plan.judges
             if isinstance(judges, JudgeSettings) or judges is None:
-                if not _needs_judge(jobs, registry) and not _needs_simulator(jobs, plan.agent):
+                if not needs_judge(jobs, registry) and not _needs_simulator(jobs, plan.agent):
                     return await run.all(None)
                 settings = _with_prices(judges or JudgeSettings(), jobs)
                 return _capped(await _with_judge_pool(settings, run.all), settings.max_cost_usd)
@@ -130,7 +130,8 @@ def _scoring_window(plan: RunPlan) -> int:
     return max(window, 2 * plan.agent.inference.concurrency)
 
 
-def _needs_judge(jobs: Sequence[EvalSetJob], registry: MetricRegistry) -> bool:
+def needs_judge(jobs: Sequence[EvalSetJob], registry: MetricRegistry) -> bool:
+    """Whether any of ``jobs`` asks for a judged metric."""
     return any(registry.is_judged(name) for job in jobs for name in job.config.criteria)
 
 

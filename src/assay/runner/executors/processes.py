@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -53,7 +53,7 @@ from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.results.trace_stream import INVOCATIONS, parse_invocations
 from assay.results.traces import Traces
 from assay.runner.executors.base import RunPlan
-from assay.runner.executors.local import LocalExecutor, _needs_judge
+from assay.runner.executors.local import LocalExecutor, needs_judge
 from assay.runner.process_worker import Item, Reply, Scored, serve
 from assay.runner.scoring import ConfiguredMetric, score_case
 from assay.runner.sets import EvalSetJob, configured_metrics, set_result
@@ -113,6 +113,9 @@ class ProcessExecutor:
     :data:`AUTO_MAX_WORKERS`) for a run of :data:`AUTO_MIN_CASES` cases or more, else none."""
 
     workers: int | None = 2
+    told: Callable[[str], None] | None = field(default=None, compare=False)
+    """Told how the run is scored: by how many workers, or (``workers`` given) why in one
+    process."""
 
     def __post_init__(self) -> None:
         if self.workers is not None and self.workers < 1:
@@ -130,17 +133,22 @@ class ProcessExecutor:
         if self.chosen(jobs) < 2:
             return "one worker"
         if plan.agent is not None:
-            return "an agent's conversations run in this process"
-        if _needs_judge(jobs, plan.registry or default_registry()):
-            return "judged metrics are scored in this process (their calls wait on the judge)"
+            return "an agent's conversations run in one"
+        if needs_judge(jobs, plan.registry or default_registry()):
+            return "judged metrics are scored in one (their calls wait on the judge)"
         if not can_fork():
-            return f"worker processes are forked, which {sys.platform} does not support safely"
+            return f"workers are forked, which is not safe on {sys.platform}"
         return None
 
     async def run(self, jobs: Sequence[EvalSetJob], plan: RunPlan) -> list[EvalSetResult]:
         """Score every case of every job as ``plan`` says; one result per set."""
-        if self.why_local(jobs, plan) is not None:
+        why = self.why_local(jobs, plan)
+        if why is not None:
+            if self.told is not None and self.workers is not None and self.workers > 1:
+                self.told(f"--workers {self.workers}: scored in one process, as {why}")
             return await LocalExecutor().run(jobs, plan)
+        if self.told is not None:
+            self.told(f"scored by {self.chosen(jobs)} worker processes")
         assert plan.traces is not None
         registry = plan.registry or default_registry()
         with results_kept_frozen() as finished_case:
