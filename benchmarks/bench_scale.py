@@ -114,9 +114,18 @@ ASSAY = "assay"
 ASSAY_HISTORY = "assay, history"
 ASSAY_JSONL = "assay, jsonl"
 ASSAY_WORKERS = "assay, workers"
+ASSAY_ONE = "assay, 1 proc"
 ASSAY_JSONL_WORKERS = "assay, jsonl, w"
 ADK = "ADK"
-SIDE_NAMES = (ASSAY, ASSAY_HISTORY, ASSAY_JSONL, ASSAY_WORKERS, ASSAY_JSONL_WORKERS, ADK)
+SIDE_NAMES = (
+    ASSAY,
+    ASSAY_HISTORY,
+    ASSAY_JSONL,
+    ASSAY_WORKERS,
+    ASSAY_JSONL_WORKERS,
+    ASSAY_ONE,
+    ADK,
+)
 TOP = 15
 FRAMES = 8  # frames kept per traced allocation
 
@@ -518,6 +527,7 @@ def _commands(
         ASSAY_WORKERS: assay(
             inputs.evalset, "workers.results.json", "--no-history", "--workers", str(workers)
         ),
+        ASSAY_ONE: assay(inputs.evalset, "one.results.json", "--no-history", "--workers", "1"),
         ASSAY_JSONL_WORKERS: assay(
             inputs.jsonl, "jsonl_w.results.json", "--no-history", "--workers", str(workers)
         ),

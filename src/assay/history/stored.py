@@ -308,6 +308,18 @@ class KeptCases(DoneCases):
         text = self._find(key, take=True)
         return None if text is None else self._decoder(key[1], text, actual, expected)
 
+    def text(self, key: tuple[str, str, int]) -> str | None:
+        """The stored text of the case result kept for ``key``, not decoded (another process
+        may decode it, with :meth:`detached_decoder`); None when the run has none."""
+        return self._find(key, take=True)
+
+    def detached_decoder(self) -> Decoder:
+        """A decoder of this run's texts that reads nothing from the history or the inputs:
+        a text is decoded with the invocations it is given, or not at all (for another
+        process, where this one's connections must not be used)."""
+        decoder = self._decoder
+        return Decoder(decoder.path, decoder.run_id, decoder.headers, Inputs(), Inputs)
+
     def stored(self) -> StoredCases:
         """Every kept case result, in the order they were stored, decoded as they are reached
         (through a connection of its own: it outlives the store)."""

@@ -4,7 +4,8 @@ forked from the run's, scoring the cases it is sent and sending back each result
 A worker is forked once the run's inputs are read, so it has the jobs (their configs, the custom
 metrics' functions) without their being pickled. It never reads the spill file (an SQLite
 connection must not be used across a fork): each case comes as its JSON and that of its run's
-invocations (:class:`Item`). For each it sends back a :class:`Scored`: the result's JSON as the
+invocations (:class:`Item`), or, for a case a resumed run kept, also its stored text, which the
+worker decodes instead of scoring. For each it sends back a :class:`Scored`: the result's JSON as the
 results file holds it, its summary (the result without its per-invocation rows, for the run's
 counts, progress and callbacks), and, when the run is recorded, its history record, encoded by
 an encoder of the worker's own (:mod:`assay.history.compact`) whose new metric headers go back
@@ -27,6 +28,7 @@ from typing import Any, NamedTuple
 
 from assay.evalset.case import EvalCase
 from assay.history.compact import CaseEncoder, Header, Inputs, record_header
+from assay.history.stored import Decoder
 from assay.metrics.registry import MetricRegistry
 from assay.results.captured import Captures
 from assay.results.collected import spill_forms
@@ -54,6 +56,8 @@ class Item(NamedTuple):
     """Where the invocations are among the run's traces, as the history refers to them."""
     content: str | None
     """The note of a session whose spans carry no message content."""
+    kept: str | None = None
+    """The run history's text of the result a resumed run kept for it: decoded, not scored."""
 
 
 class Scored(NamedTuple):
@@ -68,6 +72,8 @@ class Scored(NamedTuple):
     """Its history record (None when the run is not recorded)."""
     header: int | None
     """The number of the worker's metric header the record follows (None: stored in full)."""
+    kept: bool = False
+    """Whether it is a kept result, decoded (no callback is told of it)."""
 
 
 Reply = tuple[int, list[Scored], list[tuple[int, Header]]] | tuple[int, str]
@@ -79,14 +85,15 @@ def serve(
     jobs: Sequence[EvalSetJob],
     registry: MetricRegistry,
     recorded: bool,
+    decoder: Decoder | None,
     tasks: Connection,
     replies: Connection,
 ) -> None:
     """Score the chunks ``tasks`` brings, each reply on ``replies``, until None comes (or the
-    run's process goes away)."""
+    run's process goes away); ``decoder`` decodes a resumed run's kept results."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     loop = asyncio.new_event_loop()
-    worker = _Worker(jobs, registry, recorded)
+    worker = _Worker(jobs, registry, recorded, decoder)
     try:
         while True:
             try:
@@ -113,9 +120,16 @@ def serve(
 class _Worker:
     """One worker's state: the jobs' metrics as they are needed, and its history encoder."""
 
-    def __init__(self, jobs: Sequence[EvalSetJob], registry: MetricRegistry, recorded: bool):
+    def __init__(
+        self,
+        jobs: Sequence[EvalSetJob],
+        registry: MetricRegistry,
+        recorded: bool,
+        decoder: Decoder | None,
+    ) -> None:
         self.jobs = jobs
         self.registry = registry
+        self.decoder = decoder
         self.metrics: dict[int, list[ConfiguredMetric]] = {}
         self.encoder = CaseEncoder(Inputs()) if recorded else None
         self.sent = 0
@@ -146,6 +160,12 @@ class _Worker:
         job = self.jobs[item.position]
         case = EvalCase.model_validate_json(item.case)
         actual = None if item.invocations is None else parse_invocations(item.invocations)
+        if item.kept is not None:
+            if self.decoder is None:
+                raise ValueError("a kept result, and no decoder")
+            kept = self.decoder(case.eval_id, item.kept, actual, case.conversation)
+            compact = kept.__pydantic_serializer__.to_json(kept, exclude_none=True)
+            return Scored(spill_forms(kept, compact), _summary(kept), None, None, kept=True)
         captures: Captures | None = {} if self.encoder is not None else None
         began = time.perf_counter()
         result = await score_case(

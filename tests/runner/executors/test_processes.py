@@ -5,6 +5,7 @@ costs only the case it was scoring."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import re
 import sqlite3
 import textwrap
@@ -17,7 +18,9 @@ from _support import RunCli
 from assay.config import parse_config
 from assay.evalset.io import load_eval_set
 from assay.history.compact import CaseEncoder, Encoded, record_header
+from assay.history.records import HistoryError
 from assay.history.store import HistoryStore
+from assay.history.stored import Decoder
 from assay.metrics.base import EvalStatus
 from assay.results.captured import StoredRecord
 from assay.results.model import EvalCaseResult
@@ -187,6 +190,37 @@ def test_a_run_recorded_with_workers_resumes_with_workers_to_the_same_results(
         _without_times(stored.model_dump(mode="json", exclude_none=True))["eval_case_results"]
         == fresh_cases
     )
+
+
+def test_a_kept_result_a_worker_cannot_decode_is_decoded_in_the_run_process(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = _write_run(tmp_path)
+    history = tmp_path / "runs.sqlite"
+    common = ["eval", *args, "--workers", "2", "--history-file", history, "--no-progress"]
+    fresh = run_cli(*common, "--output", tmp_path / "fresh.json")
+    with sqlite3.connect(history) as db:
+        db.execute("UPDATE runs SET status = 'interrupted'")
+    db.close()
+    decode = Decoder.__call__
+    here: list[str] = []  # decoded in the run's process
+
+    def only_here(self: Decoder, eval_id: str, *args: Any) -> EvalCaseResult:
+        in_worker = multiprocessing.parent_process() is not None
+        if eval_id == "case_0042" and in_worker:
+            raise HistoryError("not in a worker")  # the workers are forked after this
+        if not in_worker:
+            here.append(eval_id)
+        return decode(self, eval_id, *args)
+
+    monkeypatch.setattr(Decoder, "__call__", only_here)
+    resumed = run_cli(*common, "--output", tmp_path / "resumed.json", "--resume", "latest")
+
+    assert resumed.code == fresh.code == 1, resumed.output
+    assert f"{CASES + 1} case result(s) kept" in resumed.out
+    fresh_cases = _results(tmp_path / "fresh.json")["eval_case_results"]
+    assert _results(tmp_path / "resumed.json")["eval_case_results"] == fresh_cases
+    assert "case_0042" in here and "case_0120" not in here  # its chunk only
 
 
 DEADLY = """

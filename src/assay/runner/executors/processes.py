@@ -9,7 +9,8 @@ for the results file, its record for the run history), so nothing is serialised 
 
 * What the run's callbacks get: each result's summary, without its per-invocation rows (the
   results and the results file have them); the run history gets each case's full record.
-* Resume: the cases a resumed run kept are read here, as the in-process executor reads them.
+* Resume: the text of each case a resumed run kept is read from the history here and decoded
+  by a worker, which sends it back as it does a scored case (no callback is told of it).
 * Failures: a worker that dies (killed, out of memory) is replaced, after a pause that doubles
   with each death (up to :data:`MAX_PAUSE_S`), and its cases are sent again, each alone; a case
   whose worker dies twice while scoring it alone is NOT_EVALUATED with the reason, while the
@@ -45,7 +46,8 @@ from assay._internal.collector import results_kept_frozen
 from assay._internal.spill import SpilledSequence
 from assay.evalset.case import EvalCase
 from assay.history.compact import Header
-from assay.history.stored import kept_result
+from assay.history.records import HistoryError
+from assay.history.stored import Decoder, KeptCases, kept_result
 from assay.metrics.registry import MetricRegistry, default_registry
 from assay.results.captured import CapturedRows, StoredRecord
 from assay.results.collected import CaseResults
@@ -152,7 +154,8 @@ class ProcessExecutor:
         assert plan.traces is not None
         registry = plan.registry or default_registry()
         with results_kept_frozen() as finished_case:
-            pool = _Pool(self.chosen(jobs), jobs, registry, plan.captures is not None)
+            decoder = plan.done.detached_decoder() if isinstance(plan.done, KeptCases) else None
+            pool = _Pool(self.chosen(jobs), jobs, registry, plan.captures is not None, decoder)
             try:
                 pool.start()
                 run = _Run(jobs, plan, plan.traces, registry, pool, finished_case)
@@ -217,12 +220,18 @@ class _Pool:
     """The worker processes, the chunks each has, and a thread that reads their replies."""
 
     def __init__(
-        self, size: int, jobs: Sequence[EvalSetJob], registry: MetricRegistry, recorded: bool
+        self,
+        size: int,
+        jobs: Sequence[EvalSetJob],
+        registry: MetricRegistry,
+        recorded: bool,
+        decoder: Decoder | None = None,
     ) -> None:
         self.size = size
         self.jobs = jobs
         self.registry = registry
         self.recorded = recorded
+        self.decoder = decoder
         self.workers: dict[int, _Worker] = {}
         self.dead: list[_Worker] = []
         self.numbers = itertools.count()
@@ -247,7 +256,7 @@ class _Pool:
         reply_r, reply_w = context.Pipe(duplex=False)
         process = context.Process(
             target=serve,
-            args=(self.jobs, self.registry, self.recorded, task_r, reply_w),
+            args=(self.jobs, self.registry, self.recorded, self.decoder, task_r, reply_w),
             name="assay-worker",
             daemon=True,
         )
@@ -437,9 +446,10 @@ class _Run:
         for item in self._items(position, job):
             future: asyncio.Future[_Outcome] = loop.create_future()
             kept = self._kept(job, item)
-            if kept is not None:
+            if isinstance(kept, EvalCaseResult):
                 future.set_result(_Outcome(kept=kept))
             else:
+                item = item if kept is None else item._replace(kept=kept)
                 chunk.append((item, future))
             pending.append((item, future))
             if len(chunk) >= CHUNK:
@@ -481,12 +491,15 @@ class _Run:
                 trace = None if spans else ["t", set_id, eval_id, run]
                 yield Item(position, index, text, run, body, None, trace, content)
 
-    def _kept(self, job: EvalSetJob, item: Item) -> EvalCaseResult | None:
-        """The result a resumed run kept for ``item``'s case and run, if any."""
+    def _kept(self, job: EvalSetJob, item: Item) -> EvalCaseResult | str | None:
+        """What a resumed run kept for ``item``'s case and run: the run history's text, for a
+        worker to decode; a result, when kept cases were given as results; else None."""
         done = self.plan.done
         if done is None:
             return None
         key = (job.loaded.eval_set.eval_set_id, _eval_id(item.case), item.run)
+        if isinstance(done, KeptCases):
+            return done.text(key)
         if key not in done:
             return None
         actual = None if item.invocations is None else parse_invocations(item.invocations)
@@ -506,6 +519,14 @@ class _Run:
         if outcome.kept is not None:
             collected.append(outcome.kept)
             return
+        if outcome.scored is not None and outcome.scored.kept:
+            collected.append(
+                EvalCaseResult.model_validate_json(outcome.scored.summary), outcome.scored.stored
+            )
+            return
+        if outcome.why is not None and item.kept is not None:  # decoded here instead
+            collected.append(self._decoded(job, item))
+            return
         if outcome.scored is not None:
             scored = outcome.scored
             result = EvalCaseResult.model_validate_json(scored.summary)
@@ -519,6 +540,16 @@ class _Run:
         if self.plan.on_case is not None:
             self.plan.on_case(job, result)
         self.finished_case()
+
+    def _decoded(self, job: EvalSetJob, item: Item) -> EvalCaseResult:
+        """A kept result decoded in this process, with the run's inputs (a worker could not)."""
+        case = EvalCase.model_validate_json(item.case)
+        actual = None if item.invocations is None else parse_invocations(item.invocations)
+        key = (job.loaded.eval_set.eval_set_id, case.eval_id, item.run)
+        found = kept_result(self.plan.done, key, actual, case.conversation)
+        if found is None:
+            raise HistoryError(f"case {case.eval_id} (run {item.run}): its kept result is gone")
+        return found
 
     async def _here(
         self, position: int, job: EvalSetJob, item: Item, outcome: _Outcome
