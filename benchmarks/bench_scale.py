@@ -2,7 +2,8 @@
 against google-adk 2.13.0, on the same generated data in the same run.
 
     .venv/bin/python benchmarks/bench_scale.py [--n 5000 [50000 ...]] [--seed 0] [--repeat 3]
-        [--json FILE] [--timeout 600] [--main-only | --sides SIDE ...] [--keep DIR]
+        [--json FILE] [--timeout 600] [--main-only | --sides SIDE ...] [--keep DIR [--reuse]]
+        [--workers N]
     .venv/bin/python benchmarks/bench_scale.py --profile [--profile-n 5000 20000]
 
 For each ``--n`` it writes, streaming to disk (so 1,000,000 cases fit), from
@@ -24,6 +25,11 @@ Then it runs, each as its own process, ``--repeat`` times in turn (the median is
     the same recording the run in a fresh history file (the default, ``--history``);
 ``assay, jsonl``
     the same as ``assay`` reading the JSONL eval set;
+``assay, workers``, ``assay, jsonl, w`` (not run unless named)
+    ``assay`` and ``assay, jsonl`` with ``--workers N`` (``--workers``, default: the cores);
+``assay, 1 proc`` (not run unless named)
+    ``assay`` with ``--workers 1``: scored in one process (``assay`` itself takes the CLI's
+    default, ``auto``, which forks a worker a core from 2,000 cases);
 ``ADK``
     a driver (written into the folder) doing what ``adk eval`` does once it has the
     inferences, without an agent: the eval set loaded with ``load_eval_set_from_file``, the
@@ -37,8 +43,11 @@ Then it runs, each as its own process, ``--repeat`` times in turn (the median is
     imported here: it needs pandas (ADK's ``[eval]`` extra), which ``adk eval`` reports as a
     missing dependency.
 
-Wall seconds, CPU seconds (user + sys) and max RSS come from the operating system's
-accounting of each finished child (``os.wait4``). Each run's results must hold every case,
+Wall seconds, CPU seconds (user + sys, workers included) and max RSS (of the largest process)
+come from the operating system's accounting of each finished child (``os.wait4``); "all MB"
+is the largest sum of the RSS of the run's processes, sampled every 0.25 s from /proc. With
+``--keep DIR --reuse`` inputs already written there for the same ``--n`` and ``--seed`` are
+used as they are (a million cases take 13 minutes to write). Each run's results must hold every case,
 and both sides must count the same passed and failed cases; the script exits 1 otherwise.
 
 ``--profile`` runs ``assay eval --no-history`` in a child process under
@@ -78,6 +87,18 @@ by pieces; idle machine, seed 0):
     N = 200,000, one run: assay (jsonl) 321.11 s / 194.6 MB (1.6 ms a case); again after the
     coverage check and the duplicate-id check stopped holding every case's key: 283.93 s /
     197.5 MB (1.42 ms a case)
+
+Issue 33's third pass: worker processes (``--workers``, ``auto`` by default; same machine, 2
+shared cores, seed 0):
+
+    N = 5,000, median of 3      wall s   CPU s   max RSS MB  all MB  time/ADK  RSS/ADK
+    assay (auto: 2 workers)       4.76    7.56         64.1   177.3     0.139    0.032
+    assay, workers (2)            4.26    6.55         63.7   176.0     0.124    0.032
+    ADK                          34.32   34.33       1987.3  1987.3
+    assay, 1 proc (another run)   7.76    7.69        159.0   159.1     0.226
+    N = 200,000, one run: assay, jsonl, w 173.39 s, CPU 268.9 s, 193.1 MB in all
+    N = 1,000,000 (6.9 GB of inputs, 27.6 GB of results), one run: assay, jsonl, w 848.36 s
+    (14 min 8 s), CPU 1,346.7 s, 194.4 MB in all
 """
 
 from __future__ import annotations
