@@ -19,6 +19,8 @@ going away, ends the worker. Ctrl-C is the run's process's to handle: a worker i
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import signal
 import time
 from collections.abc import Sequence
@@ -88,9 +90,21 @@ def serve(
     decoder: Decoder | None,
     tasks: Connection,
     replies: Connection,
+    not_mine: Sequence[Connection | int] = (),
 ) -> None:
     """Score the chunks ``tasks`` brings, each reply on ``replies``, until None comes (or the
-    run's process goes away); ``decoder`` decodes a resumed run's kept results."""
+    run's process goes away); ``decoder`` decodes a resumed run's kept results.
+
+    ``not_mine`` are the pipe ends this process got by being forked and must close: its own
+    pipes' other ends and the other workers' (while this process held a pipe's writing end, it
+    would never read the end of its tasks when the run's process dies; holding its replies'
+    reading end, it would wait for ever on a full pipe)."""
+    for end in not_mine:
+        with contextlib.suppress(OSError):  # closed as the fork was made: nothing to close
+            if isinstance(end, int):
+                os.close(end)
+            elif not end.closed:
+                end.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     loop = asyncio.new_event_loop()
     worker = _Worker(jobs, registry, recorded, decoder)

@@ -7,8 +7,12 @@ from __future__ import annotations
 import json
 import multiprocessing
 import re
+import signal
 import sqlite3
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -384,3 +388,60 @@ def test_auto_scores_a_large_deterministic_run_in_a_worker_a_core(
 
     assert forked == [3]
     assert len(result.eval_case_results) == CASES + 1
+
+
+SLOW = """
+    import time
+
+    from google.adk.evaluation.eval_metrics import EvalStatus
+    from google.adk.evaluation.evaluator import EvaluationResult, PerInvocationResult
+
+
+    def slow(eval_metric, actual_invocations, expected_invocations, conversation_scenario):
+        time.sleep(0.05)
+        rows = [
+            PerInvocationResult(actual_invocation=inv, score=1.0, eval_status=EvalStatus.PASSED)
+            for inv in actual_invocations
+        ]
+        return EvaluationResult(
+            overall_score=1.0, overall_eval_status=EvalStatus.PASSED, per_invocation_results=rows
+        )
+"""
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def test_workers_end_when_the_run_they_work_for_is_killed(tmp_path: Path) -> None:
+    (tmp_path / "slow_metric.py").write_text(textwrap.dedent(SLOW))
+    args = _write_run(tmp_path, {"slow": 0.5})  # 150 cases of 50 ms on two workers: ~4 s
+    config = json.loads((tmp_path / "test_config.json").read_text())
+    config["custom_metrics"] = {"slow": {"code_config": {"name": "slow_metric.slow"}}}
+    (tmp_path / "test_config.json").write_text(json.dumps(config))
+    assay = Path(sys.executable).parent / "assay"
+    command = [str(assay), "eval", *args, "--workers", "2", "--no-history", "--no-progress"]
+    run = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        workers: list[int] = []
+        while len(workers) < 2 and time.monotonic() < deadline and run.poll() is None:
+            time.sleep(0.05)
+            workers = _children(run.pid)
+        assert len(workers) == 2, "no workers started"
+        run.send_signal(signal.SIGKILL)
+        run.wait(10)
+        deadline = time.monotonic() + 10  # each ends at its next message: EOF, or a broken pipe
+        while any(Path(f"/proc/{w}").exists() for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [w for w in workers if Path(f"/proc/{w}").exists()]
+        assert not left, f"workers {left} outlived the run"
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        if run.stderr is not None:
+            run.stderr.close()

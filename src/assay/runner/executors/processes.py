@@ -254,9 +254,13 @@ class _Pool:
         context = multiprocessing.get_context("fork")
         task_r, task_w = context.Pipe(duplex=False)
         reply_r, reply_w = context.Pipe(duplex=False)
+        not_mine: list[Connection | int] = [task_w, reply_r, self._wake_r, self._wake_w]
+        for other in self.workers.values():
+            not_mine += [other.tasks, other.replies]
         process = context.Process(
             target=serve,
             args=(self.jobs, self.registry, self.recorded, self.decoder, task_r, reply_w),
+            kwargs={"not_mine": not_mine},
             name="assay-worker",
             daemon=True,
         )
