@@ -122,13 +122,18 @@ def _conversations(data: Any) -> Iterator[list[Any]]:
             yield from _conversations(item)
 
 
-def test_on_every_fixture_conversation_the_check_agrees_with_the_models_when_it_accepts() -> None:
-    accepted = 0
+def _fixtures() -> Iterator[tuple[Path, Any]]:
+    """Each JSON fixture file, and what it holds."""
     for path in sorted(FIXTURES.rglob("*.json")):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            yield path, json.loads(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
             continue
+
+
+def test_on_every_fixture_conversation_the_check_agrees_with_the_models_when_it_accepts() -> None:
+    accepted = 0
+    for path, data in _fixtures():
         for conversation in _conversations(data):
             if surely_invocations(conversation):
                 accepted += 1
@@ -206,11 +211,7 @@ def test_on_text_parsers_may_read_differently_the_case_check_accepts_only_what_t
 
 def test_on_every_fixture_case_the_case_check_agrees_with_the_models_when_it_accepts() -> None:
     accepted = 0
-    for path in sorted(FIXTURES.rglob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            continue
+    for path, data in _fixtures():
         cases = data.get("eval_cases") if isinstance(data, dict) else None
         for case in cases if isinstance(cases, list) else ():
             text = json.dumps(case)

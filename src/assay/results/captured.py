@@ -58,6 +58,21 @@ class CapturedRows:
     """The case's record, already encoded where it was scored: the run's encoder takes it as it
     is (its result is then a summary, without the rows the record was made of)."""
 
+    def came_from(
+        self,
+        trace: list[Any] | None,
+        actual: Sequence[Any] | None,
+        place: list[int] | None,
+        expected: Sequence[Any] | None,
+    ) -> None:
+        """Say where the case's invocations came from, for the encoder to refer to them: its
+        traces entry (``trace``) for ``actual``, its ``[position, index]`` among the run's eval
+        sets (``place``) for ``expected``, each when there is one."""
+        if trace is not None and actual:
+            self.actual = (trace, actual)
+        if place is not None and expected:
+            self.expected = (place, expected)
+
     def made(
         self,
         configured: Headed,

@@ -25,7 +25,6 @@ import signal
 import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from assay.evalset.case import EvalCase
@@ -37,7 +36,7 @@ from assay.results.collected import spill_forms
 from assay.results.model import EvalCaseResult
 from assay.results.trace_stream import parse_invocations
 from assay.runner.scoring import ConfiguredMetric, score_case
-from assay.runner.sets import EvalSetJob, configured_metrics
+from assay.runner.sets import EvalSetJob, job_metrics
 
 
 class Item(NamedTuple):
@@ -151,11 +150,7 @@ class _Worker:
     def configured(self, position: int) -> list[ConfiguredMetric]:
         found = self.metrics.get(position)
         if found is None:
-            job = self.jobs[position]
-            path = job.loaded.path
-            folder = path.parent if Path(path).is_file() else None
-            found = configured_metrics(job.config, self.registry, None, eval_set_folder=folder)
-            self.metrics[position] = found
+            found = self.metrics[position] = job_metrics(self.jobs[position], self.registry)
         return found
 
     def new_headers(self) -> list[tuple[int, Header]]:
@@ -202,10 +197,8 @@ class _Worker:
             return Scored(stored, summary, None, None)
         captured = captures.pop(id(result), None)
         if captured is not None:
-            if item.trace is not None and actual:
-                captured.actual = (item.trace, actual)
-            if case.conversation:
-                captured.expected = ([item.position, item.case_index], case.conversation)
+            place = [item.position, item.case_index]
+            captured.came_from(item.trace, actual, place, case.conversation)
         record = self.encoder.encode(result, captured).text
         return Scored(stored, summary, record, record_header(record))
 

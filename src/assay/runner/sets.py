@@ -155,6 +155,16 @@ def configured_metrics(
     return metrics
 
 
+def job_metrics(
+    job: EvalSetJob, registry: MetricRegistry, judges: JudgeProvider | None = None
+) -> list[ConfiguredMetric]:
+    """:func:`configured_metrics` of ``job``'s config, custom metrics' functions imported from
+    beside its eval set file."""
+    return configured_metrics(
+        job.config, registry, judges, eval_set_folder=_folder_of(job.loaded.path)
+    )
+
+
 def _folder_of(eval_set_path: Path) -> Path | None:
     """The folder of an eval set file; None for an eval set that was not read from a file."""
     return eval_set_path.parent if eval_set_path.is_file() else None
@@ -243,9 +253,7 @@ async def score_set(
     recording = judges if isinstance(judges, _RecordingProvider) or judges is None else None
     if judges is not None and recording is None:
         recording = _RecordingProvider(judges)
-    metrics = configured_metrics(
-        job.config, registry, recording, eval_set_folder=_folder_of(job.loaded.path)
-    )
+    metrics = job_metrics(job, registry, recording)
 
     async def one(item: tuple[int, EvalCase, Attempt | Awaitable[Attempt]]) -> EvalCaseResult:
         index, case, ready = item
@@ -280,12 +288,9 @@ async def score_set(
     def remember(case: EvalCase, index: int, attempt: Attempt, result: EvalCaseResult) -> None:
         """Say where the case's invocations came from, for the run history's encoder."""
         captured = captures.get(id(result)) if captures is not None else None
-        if captured is None:
-            return
-        if attempt.trace is not None and attempt.invocations:
-            captured.actual = (attempt.trace, attempt.invocations)
-        if position is not None and case.conversation:
-            captured.expected = ([position, index], case.conversation)
+        if captured is not None:
+            place = None if position is None else [position, index]
+            captured.came_from(attempt.trace, attempt.invocations, place, case.conversation)
 
     work = (
         (index, case, attempt)

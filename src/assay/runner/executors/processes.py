@@ -58,7 +58,7 @@ from assay.runner.executors.base import RunPlan
 from assay.runner.executors.local import LocalExecutor, needs_judge
 from assay.runner.process_worker import Item, Reply, Scored, serve
 from assay.runner.scoring import ConfiguredMetric, score_case
-from assay.runner.sets import EvalSetJob, configured_metrics, set_result
+from assay.runner.sets import EvalSetJob, job_metrics, set_result
 
 CHUNK = 32
 """Cases sent to a worker in one message."""
@@ -234,6 +234,7 @@ class _Pool:
         self.decoder = decoder
         self.workers: dict[int, _Worker] = {}
         self.dead: list[_Worker] = []
+        self._resending: set[asyncio.Task[None]] = set()
         self.numbers = itertools.count()
         self.seqs = itertools.count()
         self.deaths = 0
@@ -271,10 +272,6 @@ class _Pool:
         worker = self.workers[number] = _Worker(number, process, task_w, reply_r)
         worker.start_sending()
         os.write(self._wake_w, b"w")
-
-    @property
-    def alive(self) -> bool:
-        return bool(self.workers)
 
     async def send(self, chunk: list[tuple[Item, asyncio.Future[_Outcome]]]) -> None:
         """Send ``chunk`` to the least busy worker, once one has room; scored here when no
@@ -394,8 +391,10 @@ class _Pool:
         if self._stop:
             return
         self._fork()
-        for chunk in again:
-            self.loop.create_task(self.send(chunk))
+        for chunk in again:  # held until sent: the event loop keeps only weak references
+            task = self.loop.create_task(self.send(chunk))
+            self._resending.add(task)
+            task.add_done_callback(self._resending.discard)
         self.changed.set()
 
     def close(self) -> None:
@@ -562,9 +561,7 @@ class _Run:
         scored in full (a worker could not)."""
         metrics = self.metrics.get(position)
         if metrics is None:
-            folder = job.loaded.path.parent if job.loaded.path.is_file() else None
-            metrics = configured_metrics(job.config, self.registry, None, eval_set_folder=folder)
-            self.metrics[position] = metrics
+            metrics = self.metrics[position] = job_metrics(job, self.registry)
         case = EvalCase.model_validate_json(item.case)
         actual = None if item.invocations is None else parse_invocations(item.invocations)
         reason = item.reason
@@ -579,8 +576,5 @@ class _Run:
         result.assay.duration_s = round(time.perf_counter() - began, 6)
         captured = captures.get(id(result)) if captures is not None else None
         if captured is not None:
-            if item.trace is not None and actual:
-                captured.actual = (item.trace, actual)
-            if case.conversation:
-                captured.expected = ([position, item.case_index], case.conversation)
+            captured.came_from(item.trace, actual, [position, item.case_index], case.conversation)
         return result
