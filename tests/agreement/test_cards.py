@@ -189,7 +189,7 @@ def test_a_history_of_schema_version_2_is_upgraded_keeping_its_runs_and_takes_ca
         record_cards(store, [card()])
         assert find_card(store, *card().key) == card()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
     db.close()
 
 

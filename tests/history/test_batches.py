@@ -40,5 +40,5 @@ def test_a_schema_5_history_gains_the_batches_table_in_place(tmp_path: Path) -> 
         assert store.batches.pending("openai http://x/v1", "openai:judge") == [record("b1")]
         assert store.query("SELECT sha256 FROM blobs") == [("kept",)]
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
     db.close()

@@ -116,4 +116,4 @@ def test_a_version_4_history_gains_the_labels_table_in_place_and_its_runs_still_
         store.labels.put(label("ana", "safe"))
         assert [s.label for s in store.labels.of_run("run")] == ["safe"]
     with contextlib.closing(sqlite3.connect(path)) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7

@@ -186,6 +186,7 @@ def test_a_schema_version_1_history_is_upgraded_and_its_cases_read_back(tmp_path
 
     path = tmp_path / "history.sqlite"
     version_1 = module._SCHEMA.split("CREATE INDEX IF NOT EXISTS runs_started")[0]
+    version_1 = version_1.replace("    output BLOB,\n", "")  # added by version 7
     db = sqlite3.connect(path)
     db.executescript(f"{version_1} PRAGMA user_version = 1;")
     db.execute(
@@ -204,7 +205,41 @@ def test_a_schema_version_1_history_is_upgraded_and_its_cases_read_back(tmp_path
         run = store.start_run([], CONFIG)
         store.write_cases(run, [])
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+    db.close()
+
+
+def test_a_version_6_history_gains_the_output_column_null_in_its_rows_which_still_read(
+    tmp_path: Path,
+) -> None:
+    from assay.history import store as module
+
+    path = tmp_path / "history.sqlite"
+    version_6 = module._SCHEMA.replace("    output BLOB,\n", "")
+    with HistoryStore(path) as store:
+        run = store.start_run([], CONFIG)
+    db = sqlite3.connect(path)
+    db.executescript(
+        "DROP TABLE case_results;"
+        + version_6.split("CREATE INDEX IF NOT EXISTS runs_started")[0]
+        + "PRAGMA user_version = 6;"
+    )
+    db.execute(
+        "INSERT INTO case_results VALUES (?, 's', 'one', 1, 1, 7, 1.0, ?)",
+        (run, case("one").model_dump_json(exclude_none=True)),
+    )
+    db.commit()
+    db.close()
+
+    with HistoryStore(path) as store:
+        assert store.case_results(run) == {("s", "one", 1): case("one")}
+        assert store.kept_cases(run).take(("s", "one", 1)) == (
+            case("one").model_dump_json(exclude_none=True),
+            None,
+        )
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+        assert db.execute("SELECT output FROM case_results").fetchall() == [(None,)]
     db.close()
 
 

@@ -9,7 +9,9 @@ from _support import Example
 
 from assay._internal.spill import Spill
 from assay.evalset.io import load_eval_set
+from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
+from assay.metrics.notes import MetricNotes
 from assay.report.console import SetView
 from assay.results.collected import (
     CaseResults,
@@ -17,6 +19,7 @@ from assay.results.collected import (
     heads,
     keep_bytes,
     keep_cases,
+    pack_output,
     spill_forms,
     texts,
 )
@@ -254,3 +257,43 @@ def test_results_stored_as_another_process_made_them_read_back_as_those_appended
     assert made_elsewhere.summary == whole.summary == summarize(results)
     assert made_elsewhere.usage == whole.usage
     assert made_elsewhere.unevaluated_in_passed == whole.unevaluated_in_passed
+
+
+def _counted_apart(results: list[EvalCaseResult]) -> list[EvalCaseResult]:
+    """``results`` and copies that count apart: judged with tokens, a simulated user's tokens,
+    passed with an applicable metric not evaluated (and one not evaluated but not applicable)."""
+    first = results[0]
+    judged = first.model_copy(deep=True)
+    judged.assay.metrics = {
+        "safety_v1": MetricNotes(usage=TokenUsage(prompt_tokens=7, completion_tokens=2, calls=1)),
+        "hallucinations_v1": MetricNotes(usage=TokenUsage(cache_hits=3)),
+    }
+    judged.assay.simulator_usage = TokenUsage(prompt_tokens=11, calls=2, retries=1)
+    unevaluated = first.model_copy(deep=True)
+    rows = unevaluated.overall_eval_metric_results
+    rows[0] = rows[0].model_copy(update={"eval_status": EvalStatus.NOT_EVALUATED})
+    rows[1] = rows[1].model_copy(update={"eval_status": EvalStatus.NOT_EVALUATED})
+    unevaluated.assay.not_applicable = [rows[1].metric_name]
+    assert unevaluated.final_eval_status is EvalStatus.PASSED
+    return [*results, judged, unevaluated]
+
+
+def test_outputs_the_history_kept_add_back_as_the_results_they_were_made_from(
+    results: list[EvalCaseResult], spill: Spill
+) -> None:
+    cases = _counted_apart(results)
+    whole = _collected(cases, len(cases) + 1)
+    added_back = CaseResults(spill=spill)
+    for result in cases:
+        compact = result.__pydantic_serializer__.to_json(result, exclude_none=True)
+        summary = result.model_copy(update={"eval_metric_result_per_invocation": []})
+        added_back.append_output(pack_output(spill_forms(result, compact), summary))
+    added_back.close()
+
+    assert list(added_back.texts()) == list(whole.texts())
+    assert list(added_back) == cases
+    assert added_back.summary == whole.summary == summarize(cases)
+    assert added_back.usage == whole.usage
+    assert whole.usage["safety_v1"].prompt_tokens == 7
+    assert whole.usage["user_simulator"].retries == 1
+    assert added_back.unevaluated_in_passed == whole.unevaluated_in_passed == 1

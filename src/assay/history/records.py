@@ -71,6 +71,9 @@ class CaseRow(NamedTuple):
     written: float
     text: str
     header: tuple[int, str] | None = None
+    output: bytes | None = None
+    """The result as a resumed run adds it back (:func:`~assay.results.collected.pack_output`),
+    where it was made anyway (in a worker process); else None."""
 
 
 def default_history_path(env: Mapping[str, str] | None = None) -> Path:
@@ -135,8 +138,13 @@ def case_tokens(result: EvalCaseResult) -> int:
     return tokens
 
 
-def case_row(result: EvalCaseResult, text: str, header: tuple[int, str] | None = None) -> CaseRow:
-    """The row that stores ``result`` as ``text``."""
+def case_row(
+    result: EvalCaseResult,
+    text: str,
+    header: tuple[int, str] | None = None,
+    output: bytes | None = None,
+) -> CaseRow:
+    """The row that stores ``result`` as ``text`` (and ``output``: :attr:`CaseRow.output`)."""
     return CaseRow(
         result.eval_set_id,
         result.eval_id,
@@ -146,6 +154,7 @@ def case_row(result: EvalCaseResult, text: str, header: tuple[int, str] | None =
         time.time(),
         text,
         header,
+        output,
     )
 
 

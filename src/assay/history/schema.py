@@ -1,6 +1,6 @@
 """The run history's SQL schema, and what each version added.
 
-Schema version 6 (``PRAGMA user_version``):
+Schema version 7 (``PRAGMA user_version``):
 
 ``runs``
     one row per run: id (``20261122-041500-ab12``: UTC start time and four random hex digits, so
@@ -18,7 +18,11 @@ Schema version 6 (``PRAGMA user_version``):
     one row per case and run number, committed as soon as the case finishes (by
     :class:`~assay.history.writer.HistoryWriter`, which commits whatever has finished each time
     it gets to write): the status, the tokens its judges used, and the case result, compactly,
-    by reference to the run's inputs (:mod:`assay.history.compact`).
+    by reference to the run's inputs (:mod:`assay.history.compact`); and, for a case scored in
+    a worker process (``--workers``), ``output``: the result as the results file holds it,
+    compressed, with its head and tokens (:func:`~assay.results.collected.pack_output`, made
+    there anyway), so that a resumed run adds it back without decoding the record (NULL for
+    other cases: their resumed runs decode).
 ``run_metrics``
     the metric headers (names, thresholds, criteria) the compact case results refer to.
 ``run_inputs``, ``blobs`` and ``blob_parts``
@@ -44,14 +48,15 @@ Schema version 6 (``PRAGMA user_version``):
     a JSON list; indexed by provider, model and status, so a later run finds the open ones.
 
 A file of an older version is upgraded in place when it is opened: every table is created if it
-is missing, nothing is changed in those that exist. Schema version 5 had no
-``judge_batches``. Schema version 4 had no ``labels``. Schema version 3 had no ``blob_parts``.
+is missing, and the columns a later version added to a table that exists are added (NULL in its
+rows); nothing else is changed. Schema version 6 had no ``case_results.output``. Schema version
+5 had no ``judge_batches``. Schema version 4 had no ``labels``. Schema version 3 had no ``blob_parts``.
 Schema version 2 had no ``judge_cards``.
 Schema version 1 had no ``run_metrics``, ``run_inputs`` or ``blobs`` and stored each case
 result as full JSON; such a file is upgraded in place and its case results read as they are.
 """
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -87,6 +92,7 @@ CREATE TABLE IF NOT EXISTS case_results (
     tokens INTEGER NOT NULL,
     written REAL NOT NULL,
     result TEXT NOT NULL,
+    output BLOB,
     PRIMARY KEY (run_id, eval_set_id, eval_id, run_number)
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
@@ -155,3 +161,6 @@ CREATE TABLE IF NOT EXISTS judge_batches (
 );
 CREATE INDEX IF NOT EXISTS judge_batches_open ON judge_batches (provider, model, status);
 """
+
+ADDED_COLUMNS = (("case_results", "output", "BLOB"),)
+"""Columns added to tables an older schema version had: (table, column, type)."""

@@ -46,6 +46,7 @@ from assay.history.records import (
     pid_alive,
     run_judges,
 )
+from assay.history.schema import ADDED_COLUMNS
 from assay.history.schema import SCHEMA as _SCHEMA
 from assay.history.schema import SCHEMA_VERSION as SCHEMA_VERSION
 from assay.history.stored import Decoder, DoneCases, KeptCases, StoredCases
@@ -59,12 +60,23 @@ LATEST = "latest"
 
 _INSERT_CASES = (
     "INSERT OR REPLACE INTO case_results (run_id, eval_set_id, eval_id, run_number, status, "
-    "tokens, written, result) VALUES "
+    "tokens, written, result, output) VALUES "
 )
-_CASE_PLACES = "(?, ?, ?, ?, ?, ?, ?, ?)"
+_CASE_PLACES = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _ROWS_PER_INSERT = 100
 """Rows per INSERT: one statement per batch (each statement lets go of the GIL once, where
-``executemany`` would for every row), and 800 parameters, under SQLite's oldest limit of 999."""
+``executemany`` would for every row), and 900 parameters, under SQLite's oldest limit of 999."""
+
+
+def _added_columns(db: sqlite3.Connection) -> str:
+    """The statements that add the columns a later schema version added to the tables this
+    file has (a table it lacks is created whole)."""
+    statements = []
+    for table, column, kind in ADDED_COLUMNS:
+        have = {str(row[1]) for row in db.execute(f"PRAGMA table_info({table})")}
+        if have and column not in have:
+            statements.append(f" ALTER TABLE {table} ADD COLUMN {column} {kind};")
+    return "".join(statements)
 
 
 class HistoryStore:
@@ -134,7 +146,9 @@ class HistoryStore:
                 f"schema version {version} is newer than this assay's ({SCHEMA_VERSION})"
             )
         if version < SCHEMA_VERSION:
-            db.executescript(f"BEGIN; {_SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
+            db.executescript(
+                f"BEGIN; {_SCHEMA}{_added_columns(db)} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            )
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -207,7 +221,17 @@ class HistoryStore:
         """Write finished cases, and the metric headers they introduce, in one transaction."""
         headers = [(run_id, *row.header) for row in rows if row.header is not None]
         values = [
-            (run_id, r.eval_set_id, r.eval_id, r.run, r.status, r.tokens, r.written, r.text)
+            (
+                run_id,
+                r.eval_set_id,
+                r.eval_id,
+                r.run,
+                r.status,
+                r.tokens,
+                r.written,
+                r.text,
+                r.output,
+            )
             for r in rows
         ]
         try:
@@ -474,8 +498,11 @@ class HistoryStore:
 
     def kept_cases(self, run_id: str, inputs: Inputs | None = None) -> KeptCases:
         """:meth:`done_cases` for the run that resumes ``run_id``: its keys indexed once, its
-        texts read in stored order ahead of the runner (a few queries per thousand cases)."""
-        return KeptCases(run_id, self._read, self._decoder(run_id, inputs))
+        texts read in stored order ahead of the runner (a few queries per thousand cases), with
+        the outputs stored beside them where this version of assay recorded the run (else
+        those texts are decoded)."""
+        outputs = self.get(run_id).assay_version == __version__
+        return KeptCases(run_id, self._read, self._decoder(run_id, inputs), outputs)
 
     def _decoder(self, run_id: str, inputs: Inputs | None = None) -> Decoder:
         return Decoder(

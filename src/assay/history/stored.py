@@ -17,7 +17,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 from pydantic import ValidationError
 
@@ -194,6 +194,18 @@ class DoneCases(Mapping[CaseKey, EvalCaseResult]):
 
 
 _AHEAD = 8 * BATCH
+
+
+class Kept(NamedTuple):
+    """A kept case result as stored: its record, and (where the case was scored in a worker
+    process, by this version of assay) its output as
+    :func:`~assay.results.collected.pack_output` made it, which a resumed run adds back as it
+    is; else None."""
+
+    text: str
+    output: bytes | None
+
+
 """Rows a :class:`KeptCases` holds read ahead of the case asked for, at most."""
 
 
@@ -211,11 +223,14 @@ class KeptCases(DoneCases):
         run_id: str,
         read: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]],
         decoder: Decoder,
+        outputs: bool = True,
     ) -> None:
         super().__init__(run_id, read, decoder)
+        self._outputs = "output" if outputs else "NULL"
+        """Whether the rows' outputs are taken (made by this version of assay): else NULL."""
         self._read_to = -1
         """Every row up to this row id has been read ahead (and is held, taken or dropped)."""
-        self._ahead: dict[int, tuple[CaseKey, str]] = {}
+        self._ahead: dict[int, tuple[CaseKey, Kept]] = {}
         hashes, rowids = array("q"), array("q")
         for rowid, key in self._keys():
             hashes.append(hash(key))
@@ -238,35 +253,34 @@ class KeptCases(DoneCases):
             if len(rows) < 8 * BATCH:
                 return
 
-    def _row(self, rowid: int) -> tuple[CaseKey, str] | None:
-        """The key and text of one of the run's rows: read ahead, or else queried."""
+    def _row(self, rowid: int) -> tuple[CaseKey, Kept] | None:
+        """The key, text and output of one of the run's rows: read ahead, or else queried."""
         held = self._ahead.get(rowid)
         if held is not None:
             return held
+        columns = f"eval_set_id, eval_id, run_number, result, {self._outputs}"
         if rowid <= self._read_to:  # taken already, or dropped: asked again
-            rows = self._read(
-                "SELECT eval_set_id, eval_id, run_number, result FROM case_results WHERE rowid = ?",
-                (rowid,),
-            )
+            rows = self._read(f"SELECT {columns} FROM case_results WHERE rowid = ?", (rowid,))
             if not rows:
                 return None
-            [(set_id, eval_id, run, text)] = rows
-            return CaseKey(str(set_id), str(eval_id), int(run)), str(text)
+            [(set_id, eval_id, run, text, output)] = rows
+            return CaseKey(str(set_id), str(eval_id), int(run)), Kept(str(text), output)
         while self._read_to < rowid:
             rows = self._read(
-                "SELECT rowid, eval_set_id, eval_id, run_number, result FROM case_results "
+                f"SELECT rowid, {columns} FROM case_results "
                 "WHERE +run_id = ? AND rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?",
                 (self._run_id, self._read_to, self._last, BATCH),
             )
-            for found, set_id, eval_id, run, text in rows:
-                self._ahead[int(found)] = (CaseKey(str(set_id), str(eval_id), int(run)), str(text))
+            for found, set_id, eval_id, run, text, output in rows:
+                key = CaseKey(str(set_id), str(eval_id), int(run))
+                self._ahead[int(found)] = (key, Kept(str(text), output))
             self._read_to = int(rows[-1][0]) if len(rows) == BATCH else self._last
         while len(self._ahead) > _AHEAD:  # the oldest held, never asked for: dropped
             del self._ahead[next(iter(self._ahead))]
         return self._ahead.get(rowid)
 
-    def _find(self, key: object, take: bool) -> str | None:
-        """The stored text of ``key``'s case (dropped from the rows held ahead if ``take``)."""
+    def _find(self, key: object, take: bool) -> Kept | None:
+        """What is stored of ``key``'s case (dropped from the rows held ahead if ``take``)."""
         if not (isinstance(key, tuple) and len(key) == 3):
             return None
         try:
@@ -305,12 +319,23 @@ class KeptCases(DoneCases):
         """The case result kept for ``key`` (None when the run has none), decoded with the
         invocations ``actual`` and ``expected`` where its text refers to the run's traces and
         eval set."""
-        text = self._find(key, take=True)
-        return None if text is None else self._decoder(key[1], text, actual, expected)
+        found = self._find(key, take=True)
+        return None if found is None else self.decode(key, found.text, actual, expected)
 
-    def text(self, key: tuple[str, str, int]) -> str | None:
-        """The stored text of the case result kept for ``key``, not decoded (another process
-        may decode it, with :meth:`detached_decoder`); None when the run has none."""
+    def decode(
+        self,
+        key: tuple[str, str, int],
+        text: str,
+        actual: Sequence[Invocation] | None = None,
+        expected: Sequence[Invocation] | None = None,
+    ) -> EvalCaseResult:
+        """The case result ``text`` (taken for ``key``) holds."""
+        return self._decoder(key[1], text, actual, expected)
+
+    def take(self, key: tuple[str, str, int]) -> Kept | None:
+        """What is stored of the case result kept for ``key``, not decoded (its output may be
+        added as it is; another process may decode its text, with :meth:`detached_decoder`);
+        None when the run has none."""
         return self._find(key, take=True)
 
     def detached_decoder(self) -> Decoder:
@@ -341,3 +366,19 @@ def kept_result(
     if isinstance(done, KeptCases):
         return done.result(key, actual, expected)
     return done.get(key)  # not `or`: len() may query
+
+
+def kept_output(
+    done: Mapping[tuple[str, str, int], EvalCaseResult] | None,
+    key: tuple[str, str, int],
+    actual: Sequence[Invocation] | None,
+    expected: Sequence[Invocation] | None = None,
+) -> EvalCaseResult | bytes | None:
+    """What a resumed run keeps for ``key``: its output as the history keeps it, where it has
+    one (:attr:`Kept.output`, added back as it is), else :func:`kept_result`."""
+    if isinstance(done, KeptCases):
+        found = done.take(key)
+        if found is None or found.output is not None:
+            return None if found is None else found.output
+        return done.decode(key, found.text, actual, expected)
+    return kept_result(done, key, actual, expected)

@@ -29,11 +29,14 @@ class StoredRecord:
     """A case's record for the run history, encoded where the case was scored (in another
     process, by a :class:`~assay.history.compact.CaseEncoder` of its own): the text, and, for a
     record that follows a metric header, that encoder's number for it and the header itself
-    (the run's encoder numbers it as its own)."""
+    (the run's encoder numbers it as its own); and the result itself, packed."""
 
     text: str
     number: int | None = None
     header: tuple[Head, ...] | None = None
+    output: bytes | None = None
+    """The result as the history keeps it for a resumed run
+    (:func:`~assay.results.collected.pack_output`)."""
 
 
 @dataclass

@@ -31,15 +31,22 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Protocol, overload
 
 import msgspec
+from pydantic import TypeAdapter
 
 from assay._internal.spill import Spill, SpilledSequence, shared_spill
 from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
-from assay.results.model import SIMULATOR, EvalCaseResult, EvalSetResult, RunSummary, summarize
+from assay.results.model import (
+    SIMULATOR,
+    EvalCaseResult,
+    EvalSetResult,
+    RunSummary,
+    summarize,
+)
 
 KEEP_CASES = 2000
 """Case results of one set held as models before they are spilled (``ASSAY_KEEP_CASES``)."""
@@ -167,6 +174,38 @@ def spill_forms(result: EvalCaseResult, compact: bytes) -> tuple[bytes, bytes]:
     return zlib.compress(compact, 1), _head_bytes(result)
 
 
+_encode_output = msgspec.msgpack.Encoder().encode
+_decode_output = msgspec.msgpack.Decoder(tuple[bytes, bytes, bytes]).decode
+_USAGE = TypeAdapter(dict[str, TokenUsage])
+
+
+def pack_output(stored: tuple[bytes, bytes], result: EvalCaseResult) -> bytes:
+    """What the run history keeps of a case result made in another process, for a resumed run
+    to add it back without decoding it (:meth:`CaseResults.append_output`): its spill forms
+    ``stored`` (:func:`spill_forms`) and the tokens it used (``result`` may be its summary), as
+    a msgpack array."""
+    return _encode_output((*stored, _USAGE.dump_json(_case_usage(result))))
+
+
+def _case_usage(result: EvalCaseResult) -> dict[str, TokenUsage]:
+    """The tokens ``result`` used, per metric and by the simulated user, as
+    :meth:`CaseResults.append` adds them up."""
+    used = {metric: notes.usage for metric, notes in result.assay.metrics.items()}
+    if result.assay.simulator_usage is not None:
+        used[SIMULATOR] = result.assay.simulator_usage
+    return used
+
+
+def _unevaluated(head: Head) -> list[str]:
+    """What :meth:`EvalCaseResult.unevaluated_metrics` gives, from a head."""
+    return [
+        row.metric_name
+        for row in head.overall_eval_metric_results
+        if row.eval_status is EvalStatus.NOT_EVALUATED
+        and row.metric_name not in head.assay.not_applicable
+    ]
+
+
 def heads(cases: Sequence[EvalCaseResult]) -> Iterable[Head]:
     """Each case result, or (for spilled results) its :class:`Head`, in order: enough to count
     statuses and choose the cases to show, which are then read whole by index."""
@@ -231,23 +270,41 @@ class CaseResults(Sequence[EvalCaseResult]):
         (:func:`spill_forms`), made where it was scored (in another process), and ``result`` may
         then be its summary (without per-invocation rows: enough to count it): such a result
         is never held as a model, so the set is spilled from it on."""
-        status = result.final_eval_status
+        self._count_case(result.final_eval_status, result.unevaluated_metrics)
+        self._add_usage(_case_usage(result))
+        if stored is not None:
+            self._append_stored(stored)
+        else:
+            self._add(result)
+            self._next()
+
+    def append_output(self, output: bytes) -> None:
+        """Add the next case result as the run history kept it (:func:`pack_output`): counted
+        from its head, and spilled as it is, without a model being made."""
+        body, head_bytes, used = _decode_output(output)
+        head = _decode_head(head_bytes)
+        self._count_case(head.final_eval_status, lambda: _unevaluated(head))
+        self._add_usage(_USAGE.validate_json(used))
+        self._append_stored((body, head_bytes))
+
+    def _add_usage(self, used: dict[str, TokenUsage]) -> None:
+        for metric, usage in used.items():
+            self._usage[metric] = self._usage.get(metric, TokenUsage()) + usage
+
+    def _count_case(self, status: EvalStatus, unevaluated: Callable[[], Sequence[str]]) -> None:
         if status in self._statuses:
             self._statuses[status] += 1
         if status is EvalStatus.PASSED:
-            self.unevaluated_in_passed += len(result.unevaluated_metrics())
-        for metric, notes in result.assay.metrics.items():
-            self._usage[metric] = self._usage.get(metric, TokenUsage()) + notes.usage
-        if result.assay.simulator_usage is not None:
-            before = self._usage.get(SIMULATOR, TokenUsage())
-            self._usage[SIMULATOR] = before + result.assay.simulator_usage
-        if stored is not None:
-            if self._spill is None:
-                self._start_spilling()
-            self._buffer.append((self._key, self._count, stored[0]))
-            self._head_buffer.append((self._key, self._count, stored[1]))
-        else:
-            self._add(result)
+            self.unevaluated_in_passed += len(unevaluated())
+
+    def _append_stored(self, stored: tuple[bytes, bytes]) -> None:
+        if self._spill is None:
+            self._start_spilling()
+        self._buffer.append((self._key, self._count, stored[0]))
+        self._head_buffer.append((self._key, self._count, stored[1]))
+        self._next()
+
+    def _next(self) -> None:
         if len(self._buffer) >= _FLUSH:
             self._flush()
         self._count += 1

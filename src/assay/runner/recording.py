@@ -287,7 +287,9 @@ class Recording:
             return
         captured = self.captures.pop(id(result), None) if self.captures is not None else None
         encoded = self.encoder.encode(result, captured)
-        self.writer.write(case_row(result, encoded.text, encoded.new_header))
+        stored = captured.stored if captured is not None else None
+        output = stored.output if stored is not None else None
+        self.writer.write(case_row(result, encoded.text, encoded.new_header, output))
 
     def finish(self, results: Sequence[EvalSetResult]) -> None:
         """Store the run's headers, mark it finished, and wait for everything to be written."""

@@ -32,7 +32,7 @@ from assay.config import (
 )
 from assay.evalset.case import EvalCase, EvalSet
 from assay.evalset.io import LoadedEvalSet, StreamedEvalSet
-from assay.history.stored import kept_result
+from assay.history.stored import kept_output
 from assay.llm.base import TokenUsage
 from assay.llm.judge import Judge
 from assay.llm.slots import working_on
@@ -255,11 +255,13 @@ async def score_set(
         recording = _RecordingProvider(judges)
     metrics = job_metrics(job, registry, recording)
 
-    async def one(item: tuple[int, EvalCase, Attempt | Awaitable[Attempt]]) -> EvalCaseResult:
+    async def one(
+        item: tuple[int, EvalCase, Attempt | Awaitable[Attempt]],
+    ) -> EvalCaseResult | bytes:
         index, case, ready = item
         attempt = ready if isinstance(ready, Attempt) else await ready
         key = (eval_set.eval_set_id, case.eval_id, attempt.run)
-        finished = kept_result(done, key, attempt.invocations, case.conversation)  # not reread
+        finished = kept_output(done, key, attempt.invocations, case.conversation)  # not reread
         if finished is not None:
             return finished
         async with semaphore:
@@ -299,7 +301,10 @@ async def score_set(
     )
     collected = CaseResults()
     async for result in in_order(work, one, window=window):
-        collected.append(result)
+        if isinstance(result, bytes):  # kept: the history's output, stored as it is
+            collected.append_output(result)
+        else:
+            collected.append(result)
     return set_result(job, collected.close(), judge_infos(recording), started)
 
 

@@ -91,6 +91,12 @@ def _results(path: Path) -> Any:
     return _without_times(json.loads(path.read_text()))
 
 
+def run_id(history: Path) -> str:
+    with HistoryStore(history) as store:
+        [run] = store.runs()
+        return run.id
+
+
 def _stored(history: Path) -> list[Any]:
     with HistoryStore(history) as store:
         [run] = store.runs()
@@ -203,8 +209,9 @@ def test_a_kept_result_a_worker_cannot_decode_is_decoded_in_the_run_process(
     history = tmp_path / "runs.sqlite"
     common = ["eval", *args, "--workers", "2", "--history-file", history, "--no-progress"]
     fresh = run_cli(*common, "--output", tmp_path / "fresh.json")
-    with sqlite3.connect(history) as db:
+    with sqlite3.connect(history) as db:  # recorded without outputs: the records are decoded
         db.execute("UPDATE runs SET status = 'interrupted'")
+        db.execute("UPDATE case_results SET output = NULL")
     db.close()
     decode = Decoder.__call__
     here: list[str] = []  # decoded in the run's process
@@ -225,6 +232,66 @@ def test_a_kept_result_a_worker_cannot_decode_is_decoded_in_the_run_process(
     fresh_cases = _results(tmp_path / "fresh.json")["eval_case_results"]
     assert _results(tmp_path / "resumed.json")["eval_case_results"] == fresh_cases
     assert "case_0042" in here and "case_0120" not in here  # its chunk only
+
+
+@pytest.mark.parametrize("workers", ["2", "1"])
+def test_a_resumed_run_adds_the_outputs_workers_made_back_without_decoding_their_records(
+    run_cli: RunCli, tmp_path: Path, workers: str
+) -> None:
+    args = _write_run(tmp_path)
+    history = tmp_path / "runs.sqlite"
+    common = ["eval", *args, "--history-file", history, "--no-progress"]
+    fresh = run_cli(*common, "--workers", "2", "--output", tmp_path / "fresh.json")
+    assert fresh.code == 1, fresh.output
+    with sqlite3.connect(history) as db:
+        assert db.execute("SELECT COUNT(output) FROM case_results").fetchone() == (CASES + 1,)
+        db.execute("UPDATE runs SET status = 'interrupted'")
+        db.execute("UPDATE case_results SET result = 'not a record'")  # only outputs are read
+    db.close()
+
+    resumed = run_cli(
+        *common, "--workers", workers, "--output", tmp_path / "resumed.json", "--resume", "latest"
+    )
+
+    assert resumed.code == 1, resumed.output
+    assert _results(tmp_path / "resumed.json") == _results(tmp_path / "fresh.json")
+    said = [line.replace("resumed.json", "fresh.json") for line in resumed.out.splitlines()]
+    said.remove(f"resuming run {run_id(history)}: {CASES + 1} case result(s) kept")
+    scored = "scored by 2 worker processes"  # said when workers start (none with --workers 1)
+    assert [line for line in said if line != scored] == [
+        line for line in fresh.out.splitlines() if line != scored
+    ]  # the same table, the same cases listed
+
+
+def test_outputs_a_different_version_of_assay_recorded_are_not_added_back_but_decoded(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    args = _write_run(tmp_path)
+    history = tmp_path / "runs.sqlite"
+    common = ["eval", *args, "--workers", "2", "--history-file", history, "--no-progress"]
+    fresh = run_cli(*common, "--output", tmp_path / "fresh.json")
+    with sqlite3.connect(history) as db:
+        db.execute("UPDATE runs SET status = 'interrupted', assay_version = '0.0.1'")
+        db.execute("UPDATE case_results SET output = x'00'")  # would not read
+    db.close()
+
+    resumed = run_cli(*common, "--output", tmp_path / "resumed.json", "--resume", "latest")
+
+    assert resumed.code == fresh.code == 1, resumed.output
+    assert _results(tmp_path / "resumed.json") == _results(tmp_path / "fresh.json")
+
+
+def test_cases_scored_in_the_run_process_store_no_output(run_cli: RunCli, tmp_path: Path) -> None:
+    args = _write_run(tmp_path)
+    history = tmp_path / "runs.sqlite"
+    run = run_cli("eval", *args, "--workers", "1", "--history-file", history, "--no-progress")
+    assert run.code == 1, run.output
+    with sqlite3.connect(history) as db:
+        assert db.execute("SELECT COUNT(*), COUNT(output) FROM case_results").fetchone() == (
+            CASES + 1,
+            0,
+        )
+    db.close()
 
 
 DEADLY = """

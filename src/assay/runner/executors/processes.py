@@ -50,7 +50,7 @@ from assay.history.records import HistoryError
 from assay.history.stored import Decoder, KeptCases, kept_result
 from assay.metrics.registry import MetricRegistry, default_registry
 from assay.results.captured import CapturedRows, StoredRecord
-from assay.results.collected import CaseResults
+from assay.results.collected import CaseResults, pack_output
 from assay.results.model import EvalCaseResult, EvalSetResult
 from assay.results.trace_stream import INVOCATIONS, parse_invocations
 from assay.results.traces import Traces
@@ -212,8 +212,9 @@ class _Outcome:
     header: Header | None = None
     why: str | None = None
     died: bool = False
-    kept: EvalCaseResult | None = None
-    """The result a resumed run kept (stored as it is; no callback is told)."""
+    kept: EvalCaseResult | bytes | None = None
+    """The result a resumed run kept, or its output as the history keeps it (stored as it is;
+    no callback is told)."""
 
 
 class _Pool:
@@ -449,7 +450,7 @@ class _Run:
         for item in self._items(position, job):
             future: asyncio.Future[_Outcome] = loop.create_future()
             kept = self._kept(job, item)
-            if isinstance(kept, EvalCaseResult):
+            if isinstance(kept, EvalCaseResult | bytes):
                 future.set_result(_Outcome(kept=kept))
             else:
                 item = item if kept is None else item._replace(kept=kept)
@@ -494,15 +495,19 @@ class _Run:
                 trace = None if spans else ["t", set_id, eval_id, run]
                 yield Item(position, index, text, run, body, None, trace, content)
 
-    def _kept(self, job: EvalSetJob, item: Item) -> EvalCaseResult | str | None:
-        """What a resumed run kept for ``item``'s case and run: the run history's text, for a
-        worker to decode; a result, when kept cases were given as results; else None."""
+    def _kept(self, job: EvalSetJob, item: Item) -> EvalCaseResult | bytes | str | None:
+        """What a resumed run kept for ``item``'s case and run: its output as the history
+        keeps it, to store as it is; else the history's text, for a worker to decode; a result,
+        when kept cases were given as results; else None."""
         done = self.plan.done
         if done is None:
             return None
         key = (job.loaded.eval_set.eval_set_id, _eval_id(item.case), item.run)
         if isinstance(done, KeptCases):
-            return done.text(key)
+            found = done.take(key)
+            if found is None:
+                return None
+            return found.text if found.output is None else found.output
         if key not in done:
             return None
         actual = None if item.invocations is None else parse_invocations(item.invocations)
@@ -519,6 +524,9 @@ class _Run:
     ) -> None:
         """Store ``item``'s result in order, and tell the run's callbacks."""
         outcome = await future
+        if isinstance(outcome.kept, bytes):
+            collected.append_output(outcome.kept)
+            return
         if outcome.kept is not None:
             collected.append(outcome.kept)
             return
@@ -534,7 +542,8 @@ class _Run:
             scored = outcome.scored
             result = EvalCaseResult.model_validate_json(scored.summary)
             if self.plan.captures is not None and scored.record is not None:
-                stored = StoredRecord(scored.record, scored.header, outcome.header)
+                output = pack_output(scored.stored, result)
+                stored = StoredRecord(scored.record, scored.header, outcome.header, output)
                 self.plan.captures[id(result)] = CapturedRows(stored=stored)
             collected.append(result, scored.stored)
         else:
