@@ -154,18 +154,24 @@ class Traces:
     ) -> list[tuple[int, list[Invocation] | bytes]]:
         """:meth:`runs`, each run's invocations as they are kept (:meth:`raw`): a spilled run's
         JSON is not parsed (another process may parse it)."""
+        key, numbers = self.run_numbers(eval_set_id, eval_id)
+        found: list[tuple[int, list[Invocation] | bytes]] = []
+        for run in numbers:
+            given = self.raw(key[0], key[1], run)
+            if given is not None:
+                found.append((run, given))
+        return found
+
+    def run_numbers(self, eval_set_id: str, eval_id: str) -> tuple[TraceKey, list[int]]:
+        """The entry key a case's runs are under (its eval set's, else none's), and the numbers
+        of its recorded runs in order, without reading them (:meth:`raw` reads one)."""
         key: TraceKey = (eval_set_id, eval_id)
         if not self._has(key):
             key = (None, eval_id)
         spilled = {run for run, cases in self.spilled.items() if key in cases}
         numbers = {*self.later_runs.get(key, {}), *spilled}
         first = [1] if key in self.by_case or 1 in numbers else []
-        found: list[tuple[int, list[Invocation] | bytes]] = []
-        for run in first + sorted(numbers - {1}):
-            given = self.raw(key[0], key[1], run)
-            if given is not None:
-                found.append((run, given))
-        return found
+        return key, first + sorted(numbers - {1})
 
     def entries(self) -> Iterator[tuple[TraceKey, int, list[Invocation]]]:
         """Every run as ``(case key, run, invocations)``: those in memory, then the spilled ones

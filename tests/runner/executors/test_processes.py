@@ -31,7 +31,7 @@ from assay.results.model import EvalCaseResult
 from assay.results.traces import load_traces
 from assay.runner import process_worker
 from assay.runner.evaluate import EvalSetJob, evaluate_sync
-from assay.runner.executors import processes
+from assay.runner.executors import pool, processes
 from assay.runner.executors.base import RunPlan
 from assay.runner.executors.processes import ProcessExecutor, can_fork
 
@@ -442,10 +442,8 @@ def test_auto_scores_a_large_deterministic_run_in_a_worker_a_core(
     monkeypatch.setattr(processes, "AUTO_MIN_CASES", 100)
     monkeypatch.setattr(processes, "usable_cores", lambda: 3)
     forked: list[int] = []
-    start = processes._Pool.start
-    monkeypatch.setattr(
-        processes._Pool, "start", lambda pool: (forked.append(pool.size), start(pool))
-    )
+    start = pool.Pool.start
+    monkeypatch.setattr(pool.Pool, "start", lambda made: (forked.append(made.size), start(made)))
     args = _write_run(tmp_path)
     jobs = [EvalSetJob(load_eval_set(args[0]), parse_config(json.loads(Path(args[4]).read_text())))]
 
