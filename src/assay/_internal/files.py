@@ -7,10 +7,11 @@ import re
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pydantic_core
 
+from assay._internal.write_behind import write_behind
 from assay.errors import InputError, Problem
 
 if TYPE_CHECKING:  # imported on first use: most runs read JSON alone
@@ -162,8 +163,12 @@ def write_bytes_atomically(path: Path, pieces: Iterable[bytes]) -> None:
 def _replace_atomically(path: Path, pieces: Iterable[str] | Iterable[bytes], mode: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     try:
-        with tmp.open(mode, encoding="utf-8" if mode == "w" else None) as out:
-            out.writelines(pieces)
+        if mode == "wb":
+            with tmp.open("wb") as binary:  # written from a thread while the next are made
+                write_behind(binary, cast("Iterable[bytes]", pieces))
+        else:
+            with tmp.open(mode, encoding="utf-8") as out:
+                out.writelines(pieces)
         tmp.replace(path)
     except OSError:
         with contextlib.suppress(OSError):
