@@ -194,6 +194,7 @@ class DoneCases(Mapping[CaseKey, EvalCaseResult]):
 
 
 _AHEAD = 8 * BATCH
+"""Rows a :class:`KeptCases` holds read ahead of the case asked for, at most."""
 
 
 class Kept(NamedTuple):
@@ -204,9 +205,6 @@ class Kept(NamedTuple):
 
     text: str
     output: bytes | None
-
-
-"""Rows a :class:`KeptCases` holds read ahead of the case asked for, at most."""
 
 
 class KeptCases(DoneCases):
@@ -227,7 +225,8 @@ class KeptCases(DoneCases):
     ) -> None:
         super().__init__(run_id, read, decoder)
         self._outputs = "output" if outputs else "NULL"
-        """Whether the rows' outputs are taken (made by this version of assay): else NULL."""
+        """The column the rows' outputs are read from: none (NULL) when ``outputs`` is false
+        (another version of assay made them)."""
         self._read_to = -1
         """Every row up to this row id has been read ahead (and is held, taken or dropped)."""
         self._ahead: dict[int, tuple[CaseKey, Kept]] = {}
