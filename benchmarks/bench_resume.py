@@ -42,8 +42,19 @@ Measured (2 shared cores, load 1-6; Python 3.11; seed 0; one pair each; with ``-
     results decoded by the workers (median pair of 3)
     5,000        4.76 / 69            4.01 / 66               0.84 (0.78-0.95)
 
-The goal (under 0.1) is not reached: decoding a stored case costs about what scoring it
-deterministically does, and what both runs pay alike dominates (see docs/design.md).
+    after the fourth pass: the history keeps what the workers made of each case, and a kept
+    case is added back as it is, not decoded; results files written from a thread (median
+    pair of 3)
+    5,000        4.51 / 72            2.26 / 67               0.50 (0.50-0.56)
+    50,000      38.85 / 141          13.53 / 70               0.35 (0.33-0.37)
+    then the history's input parts at 4 MB (one pair each)
+    50,000      37.08 / 84           13.03 / 71               0.35
+    50,000      33.58 / 83            9.27 / 68               0.28 (--no-output)
+
+The goal (under 0.1) is not reached: what both runs do outside scoring, reading and checking
+the inputs (the kept cases are found by the ids read there) and writing the 1.4 GB results
+file, is about 30% of the fresh run here; a kept case itself now costs ~45 us (see
+docs/design.md).
 """
 
 from __future__ import annotations
