@@ -182,10 +182,10 @@ def test_git_commit_is_none_outside_a_repository(tmp_path: Path) -> None:
 
 
 def test_a_schema_version_1_history_is_upgraded_and_its_cases_read_back(tmp_path: Path) -> None:
-    from assay.history import store as module
+    from assay.history import schema as module
 
     path = tmp_path / "history.sqlite"
-    version_1 = module._SCHEMA.split("CREATE INDEX IF NOT EXISTS runs_started")[0]
+    version_1 = module.SCHEMA.split("CREATE INDEX IF NOT EXISTS runs_started")[0]
     version_1 = version_1.replace("    output BLOB,\n", "")  # added by version 7
     db = sqlite3.connect(path)
     db.executescript(f"{version_1} PRAGMA user_version = 1;")
@@ -212,10 +212,10 @@ def test_a_schema_version_1_history_is_upgraded_and_its_cases_read_back(tmp_path
 def test_a_version_6_history_gains_the_output_column_null_in_its_rows_which_still_read(
     tmp_path: Path,
 ) -> None:
-    from assay.history import store as module
+    from assay.history import schema as module
 
     path = tmp_path / "history.sqlite"
-    version_6 = module._SCHEMA.replace("    output BLOB,\n", "")
+    version_6 = module.SCHEMA.replace("    output BLOB,\n", "")
     with HistoryStore(path) as store:
         run = store.start_run([], CONFIG)
     db = sqlite3.connect(path)

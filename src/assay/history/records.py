@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import secrets
+import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -166,3 +167,39 @@ def pid_alive(pid: int) -> bool:
     except OSError:  # exists, but not ours
         return True
     return True
+
+
+RUN_COLUMNS = (
+    "id, started, finished, status, source, eval_sets, config, config_hash, judges, "
+    "assay_version, git_commit, host, pid, tokens"
+)
+"""The ``runs`` columns :func:`run_info` reads, in its order."""
+
+
+def run_info(row: Sequence[Any]) -> RunInfo:
+    """A run from a row of :data:`RUN_COLUMNS`, then (as the store's own query gives them) its
+    passed, failed and not-evaluated case counts and the tokens its cases used; without those,
+    its counts are 0. A run still marked running whose process on this host is gone is
+    ``interrupted``."""
+    status = str(row[3])
+    host, pid = row[11], row[12]
+    if status == "running" and host == socket.gethostname() and pid and not pid_alive(pid):
+        status = "interrupted"
+    counted = len(row) > 14
+    return RunInfo(
+        id=row[0],
+        started=row[1],
+        finished=row[2],
+        status=status,
+        source=row[4],
+        eval_sets=json.loads(row[5]),
+        config=json.loads(row[6]),
+        config_hash=row[7],
+        judges=json.loads(row[8]),
+        assay_version=row[9],
+        git_commit=row[10],
+        passed=int(row[14] or 0) if counted else 0,
+        failed=int(row[15] or 0) if counted else 0,
+        not_evaluated=int(row[16] or 0) if counted else 0,
+        tokens=int(row[13] if row[13] is not None else (row[17] or 0) if counted else 0),
+    )

@@ -56,6 +56,10 @@ Schema version 1 had no ``run_metrics``, ``run_inputs`` or ``blobs`` and stored 
 result as full JSON; such a file is upgraded in place and its case results read as they are.
 """
 
+from __future__ import annotations
+
+import sqlite3
+
 SCHEMA_VERSION = 7
 
 SCHEMA = """
@@ -164,3 +168,28 @@ CREATE INDEX IF NOT EXISTS judge_batches_open ON judge_batches (provider, model,
 
 ADDED_COLUMNS = (("case_results", "output", "BLOB"),)
 """Columns added to tables an older schema version had: (table, column, type)."""
+
+
+def upgrade(db: sqlite3.Connection) -> None:
+    """Bring an opened history file to :data:`SCHEMA_VERSION`: the tables it lacks created, the
+    columns a later version added to those it has added; a file of a newer version is refused
+    (``sqlite3.DatabaseError``)."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise sqlite3.DatabaseError(
+            f"schema version {version} is newer than this assay's ({SCHEMA_VERSION})"
+        )
+    if version < SCHEMA_VERSION:
+        added = "".join(_added_columns(db))
+        db.executescript(f"BEGIN; {SCHEMA}{added} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
+
+
+def _added_columns(db: sqlite3.Connection) -> list[str]:
+    """The statements that add the columns a later schema version added to the tables this
+    file has (a table it lacks is created whole)."""
+    statements = []
+    for table, column, kind in ADDED_COLUMNS:
+        have = {str(row[1]) for row in db.execute(f"PRAGMA table_info({table})")}
+        if have and column not in have:
+            statements.append(f" ALTER TABLE {table} ADD COLUMN {column} {kind};")
+    return statements

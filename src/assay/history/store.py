@@ -43,12 +43,11 @@ from assay.history.records import (
     case_row,
     config_hash,
     new_run_id,
-    pid_alive,
+    run_info,
     run_judges,
 )
-from assay.history.schema import ADDED_COLUMNS
-from assay.history.schema import SCHEMA as _SCHEMA
 from assay.history.schema import SCHEMA_VERSION as SCHEMA_VERSION
+from assay.history.schema import upgrade
 from assay.history.stored import Decoder, DoneCases, KeptCases, StoredCases
 from assay.metrics.base import EvalStatus
 from assay.results.collected import heads
@@ -66,17 +65,6 @@ _CASE_PLACES = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _ROWS_PER_INSERT = 100
 """Rows per INSERT: one statement per batch (each statement lets go of the GIL once, where
 ``executemany`` would for every row), and 900 parameters, under SQLite's oldest limit of 999."""
-
-
-def _added_columns(db: sqlite3.Connection) -> str:
-    """The statements that add the columns a later schema version added to the tables this
-    file has (a table it lacks is created whole)."""
-    statements = []
-    for table, column, kind in ADDED_COLUMNS:
-        have = {str(row[1]) for row in db.execute(f"PRAGMA table_info({table})")}
-        if have and column not in have:
-            statements.append(f" ALTER TABLE {table} ADD COLUMN {column} {kind};")
-    return "".join(statements)
 
 
 class HistoryStore:
@@ -140,15 +128,7 @@ class HistoryStore:
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")
         db.execute("PRAGMA foreign_keys = ON")
-        version = int(db.execute("PRAGMA user_version").fetchone()[0])
-        if version > SCHEMA_VERSION:
-            raise sqlite3.DatabaseError(
-                f"schema version {version} is newer than this assay's ({SCHEMA_VERSION})"
-            )
-        if version < SCHEMA_VERSION:
-            db.executescript(
-                f"BEGIN; {_SCHEMA}{_added_columns(db)} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
-            )
+        upgrade(db)
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -613,42 +593,6 @@ SELECT r.id, r.started, r.finished, r.status, r.source, r.eval_sets, r.config, r
        SUM(c.tokens)
 FROM runs r LEFT JOIN case_results c ON c.run_id = r.id
 """
-
-
-RUN_COLUMNS = (
-    "id, started, finished, status, source, eval_sets, config, config_hash, judges, "
-    "assay_version, git_commit, host, pid, tokens"
-)
-"""The ``runs`` columns :func:`run_info` reads, in its order."""
-
-
-def run_info(row: Sequence[Any]) -> RunInfo:
-    """A run from a row of :data:`RUN_COLUMNS`, then (as the store's own query gives them) its
-    passed, failed and not-evaluated case counts and the tokens its cases used; without those,
-    its counts are 0. A run still marked running whose process on this host is gone is
-    ``interrupted``."""
-    status = str(row[3])
-    host, pid = row[11], row[12]
-    if status == "running" and host == socket.gethostname() and pid and not pid_alive(pid):
-        status = "interrupted"
-    counted = len(row) > 14
-    return RunInfo(
-        id=row[0],
-        started=row[1],
-        finished=row[2],
-        status=status,
-        source=row[4],
-        eval_sets=json.loads(row[5]),
-        config=json.loads(row[6]),
-        config_hash=row[7],
-        judges=json.loads(row[8]),
-        assay_version=row[9],
-        git_commit=row[10],
-        passed=int(row[14] or 0) if counted else 0,
-        failed=int(row[15] or 0) if counted else 0,
-        not_evaluated=int(row[16] or 0) if counted else 0,
-        tokens=int(row[13] if row[13] is not None else (row[17] or 0) if counted else 0),
-    )
 
 
 def _prefix(ref: str) -> str:

@@ -30,8 +30,8 @@ from typing import Any
 
 import pydantic_core
 
-from assay.history.records import HistoryError, RunInfo
-from assay.history.store import LATEST, RUN_COLUMNS, HistoryStore, run_info
+from assay.history.records import RUN_COLUMNS, HistoryError, RunInfo, run_info
+from assay.history.store import LATEST, HistoryStore
 from assay.metrics.base import EvalStatus
 
 PAGE_SIZE = 100
