@@ -40,13 +40,7 @@ from pydantic import TypeAdapter
 from assay._internal.spill import Spill, SpilledSequence, shared_spill
 from assay.llm.base import TokenUsage
 from assay.metrics.base import EvalStatus
-from assay.results.model import (
-    SIMULATOR,
-    EvalCaseResult,
-    EvalSetResult,
-    RunSummary,
-    summarize,
-)
+from assay.results.model import SIMULATOR, EvalCaseResult, EvalSetResult, RunSummary, summarize
 
 KEEP_CASES = 2000
 """Case results of one set held as models before they are spilled (``ASSAY_KEEP_CASES``)."""

@@ -152,7 +152,7 @@ class ProcessExecutor:
                 pool.close()
 
 
-Kept = EvalCaseResult | bytes | str | None
+KeptRun = EvalCaseResult | bytes | str | None
 """What a resumed run kept of a case's run (:meth:`_Run._kept`)."""
 
 
@@ -201,7 +201,7 @@ class _Run:
             await self._take(position, job, collected, *pending.popleft())
         return set_result(job, collected.close(), {}, started)
 
-    def _items(self, position: int, job: EvalSetJob) -> Iterator[tuple[Item, Kept]]:
+    def _items(self, position: int, job: EvalSetJob) -> Iterator[tuple[Item, KeptRun]]:
         """Each run of each case of ``job``, as a worker is sent it, and what a resumed run
         kept of it (:meth:`_kept`; a run kept whole is not read from the traces)."""
         eval_set = job.loaded.eval_set
@@ -236,7 +236,7 @@ class _Run:
                 item = Item(position, index, text, 1, None, why, None, content)
                 yield item, self._kept(set_id, eval_id, 1)
 
-    def _kept(self, set_id: str, eval_id: str, run: int) -> Kept:
+    def _kept(self, set_id: str, eval_id: str, run: int) -> KeptRun:
         """What a resumed run kept for this case and run: its output as the history keeps it,
         to store as it is; else the history's text, for a worker to decode; a result, when
         kept cases were given as results; else None."""
