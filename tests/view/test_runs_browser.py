@@ -41,6 +41,7 @@ def test_runs_page_shows_the_example_runs_with_their_trend(
     server, regressed = served
     browser.get(server.url)
     rows = browser.find_elements(By.CSS_SELECTOR, "tr.run-row")
+    assert rows, f"no runs listed; the page said: {browser.find_element(By.TAG_NAME, 'main').text}"
     assert rows[0].get_attribute("data-run") == regressed
     assert browser.find_element(By.CSS_SELECTOR, "svg.trend polyline").is_displayed()
     assert browser.execute_script("return window.__pwned") is None
