@@ -246,6 +246,7 @@ class _Handler(StubHandler):
     stub: JudgeServer  # set on the subclass JudgeServer.start makes
     record_as = Received
     _serving = False  # this connection's request counts against max_concurrent
+    _flying = False  # this connection's request counts as in flight
 
     def do_GET(self) -> None:
         self.stub._record(self.received(b""))
@@ -272,12 +273,21 @@ class _Handler(StubHandler):
         self._serving = True
         try:
             reply = self.stub._begin(body)
+            self._flying = True
             try:
                 self._answer(reply, body)
             finally:
-                self.stub._end()
+                self._land()
         finally:
             self._stop_serving()
+
+    def _land(self) -> None:
+        """This request is no longer in flight (once): said before its answer is sent, since a
+        client that has the answer may send its next request before this thread runs again
+        (counted after, a limit of 3 was once seen as 4 in flight)."""
+        if self._flying:
+            self._flying = False
+            self.stub._end()
 
     def _stop_serving(self) -> None:
         """This request no longer counts against ``max_concurrent`` (once)."""
@@ -288,6 +298,7 @@ class _Handler(StubHandler):
     def _answer(self, reply: Reply, body: Any) -> None:
         waited = self.stub._wait(self.stub.latency_s + reply.delay_s)
         self._stop_serving()  # the answer starts now: the next request may take its place
+        self._land()
         if not waited or reply.drop:
             self.close_connection = True
             return
